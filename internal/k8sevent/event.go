@@ -1,0 +1,124 @@
+// Package k8sevent is the one Event model of the project and its codecs:
+// core/v1 Event <-> Event <-> events.k8s.io/v1 Event, and Event <-> OTLP log
+// record (the contract in DESIGN.md). The receiver, the processor and the
+// exporter all read and write records through this package only.
+package k8sevent
+
+import "time"
+
+// Event types accepted by the API server.
+const (
+	TypeNormal  = "Normal"
+	TypeWarning = "Warning"
+)
+
+// Series states written by the eventseries processor.
+const (
+	StateSingleton = "singleton"
+	StateStarted   = "started"
+	StateOngoing   = "ongoing"
+	StateFinished  = "finished"
+)
+
+// ObjectRef is the part of an object reference that Events carry.
+type ObjectRef struct {
+	Kind            string
+	Namespace       string
+	Name            string
+	UID             string
+	APIVersion      string
+	FieldPath       string
+	ResourceVersion string
+}
+
+// IsZero reports whether no field of the reference is set.
+func (r ObjectRef) IsZero() bool { return r == ObjectRef{} }
+
+// Event covers both Event APIs. Legacy (core/v1) and new (events.k8s.io/v1)
+// names map onto one field each: Note is core/v1 message, SourceComponent is
+// events.k8s.io deprecatedSource.component, Count is deprecatedCount, and so on.
+type Event struct {
+	// Metadata of the Event object itself.
+	Name      string
+	Namespace string // empty: derived from Regarding (see ObjectNamespace)
+	UID       string
+
+	Type   string
+	Reason string
+	Action string
+	Note   string
+
+	Regarding ObjectRef
+	Related   ObjectRef // zero when absent
+
+	ReportingController string
+	ReportingInstance   string
+	SourceComponent     string
+	SourceHost          string
+
+	// Time is the occurrence this record stands for (the log record timestamp).
+	Time time.Time
+	// EventTime is events.k8s.io eventTime: when the first occurrence was observed.
+	EventTime      time.Time
+	FirstTimestamp time.Time
+	LastTimestamp  time.Time
+	Count          int64 // legacy cumulative count; 0 when unset
+
+	SeriesCount            int64 // 0 when the Event carries no series
+	SeriesLastObservedTime time.Time
+
+	// Written by the eventseries processor.
+	SeriesState string
+	Aggregated  bool
+}
+
+// ObjectNamespace is the namespace the Event object lives in: its own when
+// set, else the regarding object's, else "default" (cluster-scoped objects),
+// as client-go's recorders choose it.
+func (e *Event) ObjectNamespace() string {
+	switch {
+	case e.Namespace != "":
+		return e.Namespace
+	case e.Regarding.Namespace != "":
+		return e.Regarding.Namespace
+	default:
+		return "default"
+	}
+}
+
+// LatestTime is the latest occurrence the Event records: series
+// lastObservedTime, else lastTimestamp, else eventTime, else firstTimestamp.
+func (e *Event) LatestTime() time.Time {
+	for _, t := range []time.Time{e.SeriesLastObservedTime, e.LastTimestamp, e.EventTime, e.FirstTimestamp} {
+		if !t.IsZero() {
+			return t
+		}
+	}
+	return time.Time{}
+}
+
+// FirstTime is the first occurrence the Event records: eventTime, else
+// firstTimestamp, else the occurrence time.
+func (e *Event) FirstTime() time.Time {
+	switch {
+	case !e.EventTime.IsZero():
+		return e.EventTime
+	case !e.FirstTimestamp.IsZero():
+		return e.FirstTimestamp
+	default:
+		return e.Time
+	}
+}
+
+// Occurrences is the cumulative number of occurrences the Event object
+// states: the series count, else the legacy count, else 1.
+func (e *Event) Occurrences() int64 {
+	switch {
+	case e.SeriesCount > 0:
+		return e.SeriesCount
+	case e.Count > 0:
+		return e.Count
+	default:
+		return 1
+	}
+}

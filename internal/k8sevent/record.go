@@ -1,0 +1,298 @@
+package k8sevent
+
+import (
+	"math"
+	"strconv"
+	"time"
+
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/plog"
+)
+
+// Attribute keys of the log-record contract (DESIGN.md). The codec reads
+// each key from the record's attributes first, then the resource's.
+const (
+	AttrEventName           = "k8s.event.name"
+	AttrEventUID            = "k8s.event.uid"
+	AttrReason              = "k8s.event.reason"
+	AttrAction              = "k8s.event.action"
+	AttrNamespace           = "k8s.namespace.name" // of the regarding object
+	AttrObjectKind          = "k8s.object.kind"
+	AttrObjectName          = "k8s.object.name"
+	AttrObjectUID           = "k8s.object.uid"
+	AttrObjectAPIVersion    = "k8s.object.api_version"
+	AttrObjectFieldPath     = "k8s.object.fieldpath"
+	AttrObjectResourceVer   = "k8s.object.resource_version"
+	AttrSourceComponent     = "k8s.event.source.component"
+	AttrNodeName            = "k8s.node.name" // legacy source host
+	AttrReportingController = "k8s.event.reporting_controller"
+	AttrReportingInstance   = "k8s.event.reporting_instance"
+	AttrRelatedKind         = "k8s.event.related.kind"
+	AttrRelatedName         = "k8s.event.related.name"
+	AttrRelatedNamespace    = "k8s.event.related.namespace"
+	AttrRelatedUID          = "k8s.event.related.uid"
+	AttrRelatedAPIVersion   = "k8s.event.related.api_version"
+	AttrRelatedFieldPath    = "k8s.event.related.fieldpath"
+	AttrCount               = "k8s.event.count"
+	AttrFirstTimestamp      = "k8s.event.first_timestamp"
+	AttrLastTimestamp       = "k8s.event.last_timestamp"
+	AttrSeriesCount         = "k8s.event.series.count"
+	AttrSeriesLastObserved  = "k8s.event.series.last_observed_time"
+	AttrSeriesState         = "k8s.event.series.state"
+	AttrAggregated          = "k8s.event.aggregated"
+
+	// Additions to the contract, so that both APIs round-trip: the Event
+	// object's own namespace when it is not the one derived from the
+	// regarding object, and events.k8s.io eventTime.
+	AttrEventNamespace = "k8s.event.namespace"
+	AttrEventTime      = "k8s.event.time"
+
+	// Read only: the contrib k8s_events receiver's creation timestamp, used as
+	// the first occurrence when nothing better is present.
+	AttrStartTime = "k8s.event.start_time"
+)
+
+// MicroTimeFormat is RFC 3339 with microseconds, the precision of
+// events.k8s.io MicroTime fields.
+const MicroTimeFormat = "2006-01-02T15:04:05.000000Z07:00"
+
+// DecodeOptions select what Decode parses.
+type DecodeOptions struct {
+	// SkipTimes leaves the timestamp attributes (first/last, event time,
+	// series last observed) unparsed; the record timestamp is always read.
+	// The processor tracks its own times and skips this cost on its hot path.
+	SkipTimes bool
+}
+
+// DecodeAttributes reads the contract keys present in attrs into dst,
+// overwriting what dst holds for them, and reports whether any was present.
+// Call it with the resource's attributes first and the record's last.
+func DecodeAttributes(attrs pcommon.Map, dst *Event, opts DecodeOptions) (problems Problem, found bool) {
+	for k, v := range attrs.All() {
+		var p Problem
+		switch k {
+		case AttrEventName:
+			dst.Name = str(v)
+		case AttrEventUID:
+			dst.UID = str(v)
+		case AttrEventNamespace:
+			dst.Namespace = str(v)
+		case AttrReason:
+			dst.Reason = str(v)
+		case AttrAction:
+			dst.Action = str(v)
+		case AttrNamespace:
+			dst.Regarding.Namespace = str(v)
+		case AttrObjectKind:
+			dst.Regarding.Kind = str(v)
+		case AttrObjectName:
+			dst.Regarding.Name = str(v)
+		case AttrObjectUID:
+			dst.Regarding.UID = str(v)
+		case AttrObjectAPIVersion:
+			dst.Regarding.APIVersion = str(v)
+		case AttrObjectFieldPath:
+			dst.Regarding.FieldPath = str(v)
+		case AttrObjectResourceVer:
+			dst.Regarding.ResourceVersion = str(v)
+		case AttrSourceComponent:
+			dst.SourceComponent = str(v)
+		case AttrNodeName:
+			dst.SourceHost = str(v)
+		case AttrReportingController:
+			dst.ReportingController = str(v)
+		case AttrReportingInstance:
+			dst.ReportingInstance = str(v)
+		case AttrRelatedKind:
+			dst.Related.Kind = str(v)
+		case AttrRelatedName:
+			dst.Related.Name = str(v)
+		case AttrRelatedNamespace:
+			dst.Related.Namespace = str(v)
+		case AttrRelatedUID:
+			dst.Related.UID = str(v)
+		case AttrRelatedAPIVersion:
+			dst.Related.APIVersion = str(v)
+		case AttrRelatedFieldPath:
+			dst.Related.FieldPath = str(v)
+		case AttrCount:
+			dst.Count, p = integer(v)
+		case AttrSeriesCount:
+			dst.SeriesCount, p = integer(v)
+		case AttrSeriesState:
+			dst.SeriesState = str(v)
+		case AttrAggregated:
+			dst.Aggregated = v.Type() == pcommon.ValueTypeBool && v.Bool()
+		case AttrFirstTimestamp:
+			p = decodeTime(v, &dst.FirstTimestamp, opts)
+		case AttrLastTimestamp:
+			p = decodeTime(v, &dst.LastTimestamp, opts)
+		case AttrEventTime:
+			p = decodeTime(v, &dst.EventTime, opts)
+		case AttrSeriesLastObserved:
+			p = decodeTime(v, &dst.SeriesLastObservedTime, opts)
+		case AttrStartTime:
+			if dst.FirstTimestamp.IsZero() {
+				p = decodeTime(v, &dst.FirstTimestamp, opts)
+			}
+		default:
+			continue
+		}
+		problems |= p
+		// The namespace and node keys also sit on every log from a pod or
+		// node; alone they do not make a record an Event.
+		found = found || (k != AttrNamespace && k != AttrNodeName)
+	}
+	return problems, found
+}
+
+// DecodeRecord reads the record's own fields (body, severity, timestamp) and
+// attributes into dst, which holds what the resource's attributes gave.
+func DecodeRecord(lr plog.LogRecord, dst *Event, opts DecodeOptions) (problems Problem, found bool) {
+	problems, found = DecodeAttributes(lr.Attributes(), dst, opts)
+	if body := lr.Body(); body.Type() != pcommon.ValueTypeEmpty {
+		dst.Note = str(body)
+	}
+	if t := lr.SeverityText(); t != "" {
+		dst.Type = t
+	} else if n := lr.SeverityNumber(); n != plog.SeverityNumberUnspecified {
+		dst.Type = TypeNormal
+		if n >= plog.SeverityNumberWarn {
+			dst.Type = TypeWarning
+		}
+	}
+	if ts := lr.Timestamp(); ts != 0 {
+		dst.Time = ts.AsTime()
+	} else if !opts.SkipTimes {
+		dst.Time = dst.LatestTime()
+	}
+	return problems, found
+}
+
+// Decode reads the Event a record carries, resource attributes first.
+func Decode(res pcommon.Resource, lr plog.LogRecord, opts DecodeOptions) (ev Event, problems Problem, found bool) {
+	problems, found = DecodeAttributes(res.Attributes(), &ev, opts)
+	p, f := DecodeRecord(lr, &ev, opts)
+	return ev, problems | p, found || f
+}
+
+// Encode writes ev into lr per the contract: every set field as a record
+// attribute, the note as body, the type as severity, Time as timestamp.
+func Encode(ev *Event, lr plog.LogRecord) {
+	attrs := lr.Attributes()
+	attrs.EnsureCapacity(24)
+	putStr(attrs, AttrEventName, ev.Name)
+	putStr(attrs, AttrEventUID, ev.UID)
+	if ev.Namespace != "" && ev.Namespace != ev.Regarding.Namespace {
+		putStr(attrs, AttrEventNamespace, ev.Namespace)
+	}
+	putStr(attrs, AttrReason, ev.Reason)
+	putStr(attrs, AttrAction, ev.Action)
+	putStr(attrs, AttrNamespace, ev.Regarding.Namespace)
+	putStr(attrs, AttrObjectKind, ev.Regarding.Kind)
+	putStr(attrs, AttrObjectName, ev.Regarding.Name)
+	putStr(attrs, AttrObjectUID, ev.Regarding.UID)
+	putStr(attrs, AttrObjectAPIVersion, ev.Regarding.APIVersion)
+	putStr(attrs, AttrObjectFieldPath, ev.Regarding.FieldPath)
+	putStr(attrs, AttrObjectResourceVer, ev.Regarding.ResourceVersion)
+	putStr(attrs, AttrSourceComponent, ev.SourceComponent)
+	putStr(attrs, AttrNodeName, ev.SourceHost)
+	putStr(attrs, AttrReportingController, ev.ReportingController)
+	putStr(attrs, AttrReportingInstance, ev.ReportingInstance)
+	putStr(attrs, AttrRelatedKind, ev.Related.Kind)
+	putStr(attrs, AttrRelatedName, ev.Related.Name)
+	putStr(attrs, AttrRelatedNamespace, ev.Related.Namespace)
+	putStr(attrs, AttrRelatedUID, ev.Related.UID)
+	putStr(attrs, AttrRelatedAPIVersion, ev.Related.APIVersion)
+	putStr(attrs, AttrRelatedFieldPath, ev.Related.FieldPath)
+	if ev.Count > 0 {
+		attrs.PutInt(AttrCount, ev.Count)
+	}
+	putTime(attrs, AttrFirstTimestamp, ev.FirstTimestamp, time.RFC3339Nano)
+	putTime(attrs, AttrLastTimestamp, ev.LastTimestamp, time.RFC3339Nano)
+	putTime(attrs, AttrEventTime, ev.EventTime, MicroTimeFormat)
+	if ev.SeriesCount > 0 {
+		attrs.PutInt(AttrSeriesCount, ev.SeriesCount)
+	}
+	putTime(attrs, AttrSeriesLastObserved, ev.SeriesLastObservedTime, MicroTimeFormat)
+	putStr(attrs, AttrSeriesState, ev.SeriesState)
+	if ev.Aggregated {
+		attrs.PutBool(AttrAggregated, true)
+	}
+	lr.Body().SetStr(ev.Note)
+	SetType(lr, ev.Type)
+	if !ev.Time.IsZero() {
+		lr.SetTimestamp(pcommon.NewTimestampFromTime(ev.Time))
+	}
+}
+
+// SetType writes an Event type as severity text and number.
+func SetType(lr plog.LogRecord, typ string) {
+	lr.SetSeverityText(typ)
+	switch typ {
+	case TypeWarning:
+		lr.SetSeverityNumber(plog.SeverityNumberWarn)
+	case TypeNormal:
+		lr.SetSeverityNumber(plog.SeverityNumberInfo)
+	}
+}
+
+func putStr(attrs pcommon.Map, k, v string) {
+	if v != "" {
+		attrs.PutStr(k, v)
+	}
+}
+
+func putTime(attrs pcommon.Map, k string, t time.Time, layout string) {
+	if !t.IsZero() {
+		attrs.PutStr(k, t.UTC().Format(layout))
+	}
+}
+
+// str reads any value as a string; only non-string values allocate.
+func str(v pcommon.Value) string {
+	if v.Type() == pcommon.ValueTypeStr {
+		return v.Str()
+	}
+	return v.AsString()
+}
+
+func integer(v pcommon.Value) (int64, Problem) {
+	switch v.Type() {
+	case pcommon.ValueTypeInt:
+		return v.Int(), 0
+	case pcommon.ValueTypeDouble:
+		if f := v.Double(); f >= math.MinInt64 && f <= math.MaxInt64 {
+			return int64(f), 0
+		}
+	case pcommon.ValueTypeStr:
+		if n, err := strconv.ParseInt(v.Str(), 10, 64); err == nil {
+			return n, 0
+		}
+	}
+	return 0, ProblemBadValue
+}
+
+// goTimeFormat is time.Time.String's layout, which the contrib receiver's
+// k8s.event.start_time uses.
+const goTimeFormat = "2006-01-02 15:04:05.999999999 -0700 MST"
+
+func decodeTime(v pcommon.Value, dst *time.Time, opts DecodeOptions) Problem {
+	if opts.SkipTimes {
+		return 0
+	}
+	if v.Type() != pcommon.ValueTypeStr {
+		return ProblemBadValue
+	}
+	s := v.Str()
+	if s == "" {
+		return 0
+	}
+	for _, layout := range []string{time.RFC3339Nano, goTimeFormat} {
+		if t, err := time.Parse(layout, s); err == nil {
+			*dst = t
+			return 0
+		}
+	}
+	return ProblemBadValue
+}

@@ -1,0 +1,199 @@
+package k8sevent
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"k8s.io/apimachinery/pkg/util/validation"
+)
+
+// Limits the API server enforces on Events (pkg/apis/core/validation).
+const (
+	MaxNoteBytes  = 1024
+	MaxFieldBytes = 128 // reason, action, reportingInstance
+)
+
+// API versions an Event is written with.
+const (
+	APICoreV1   = "v1"
+	APIEventsV1 = "events.k8s.io/v1"
+)
+
+// Problem is a set of things wrong with a decoded Event.
+type Problem uint32
+
+const (
+	ProblemMissingReason Problem = 1 << iota
+	ProblemMissingRegarding
+	ProblemBadNamespace
+	ProblemNegativeCount
+	ProblemZeroTime
+	ProblemBadType
+	ProblemLongNote
+	ProblemLongField
+	ProblemBadValue
+	problemEnd
+)
+
+// ProblemsFatal cannot be repaired: no valid Event can be made of the record.
+const ProblemsFatal = ProblemMissingReason | ProblemMissingRegarding | ProblemBadNamespace
+
+var problemNames = [...]string{
+	"missing_reason", "missing_regarding", "bad_namespace", "negative_count",
+	"zero_time", "bad_type", "long_note", "long_field", "bad_value",
+}
+
+// Each calls f with the metric name of every problem in p.
+func (p Problem) Each(f func(name string)) {
+	for i, name := range problemNames {
+		if p&(1<<i) != 0 {
+			f(name)
+		}
+	}
+}
+
+func (p Problem) String() string {
+	var names []string
+	p.Each(func(n string) { names = append(names, n) })
+	return strings.Join(names, ",")
+}
+
+// Sanitize repairs what can be repaired in place (truncates long fields,
+// normalises the type, clamps negative counts, fills a zero time with the
+// latest time the Event records, else now) and reports what it repaired
+// and what is fatal.
+func Sanitize(ev *Event, now time.Time) (repaired, fatal Problem) {
+	if ev.Reason == "" {
+		fatal |= ProblemMissingReason
+	}
+	if ev.Regarding.Kind == "" || ev.Regarding.Name == "" {
+		fatal |= ProblemMissingRegarding
+	}
+	if len(validation.IsDNS1123Subdomain(ev.ObjectNamespace())) > 0 {
+		fatal |= ProblemBadNamespace
+	}
+	if ev.Count < 0 || ev.SeriesCount < 0 {
+		ev.Count, ev.SeriesCount = max(ev.Count, 0), max(ev.SeriesCount, 0)
+		repaired |= ProblemNegativeCount
+	}
+	if ev.Time.IsZero() {
+		if ev.Time = ev.LatestTime(); ev.Time.IsZero() {
+			ev.Time = now
+		}
+		repaired |= ProblemZeroTime
+	}
+	if ev.Type != TypeNormal && ev.Type != TypeWarning {
+		if strings.EqualFold(ev.Type, TypeWarning) {
+			ev.Type = TypeWarning
+		} else {
+			ev.Type = TypeNormal
+		}
+		repaired |= ProblemBadType
+	}
+	if len(ev.Note) > MaxNoteBytes {
+		ev.Note = Truncate(ev.Note, MaxNoteBytes)
+		repaired |= ProblemLongNote
+	}
+	for _, f := range []*string{&ev.Reason, &ev.Action, &ev.ReportingInstance} {
+		if len(*f) > MaxFieldBytes {
+			*f = Truncate(*f, MaxFieldBytes)
+			repaired |= ProblemLongField
+		}
+	}
+	return repaired, fatal
+}
+
+// Truncate cuts s to at most n bytes without splitting a UTF-8 sequence.
+func Truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	i := n
+	for i > 0 && !utf8.RuneStart(s[i]) {
+		i--
+	}
+	return s[:i]
+}
+
+// GenerateName names the Event object of one series or compressed event:
+// client-go's "<regarding name>.<hex of the first occurrence in ns>", with the
+// hash of the series key appended so that two series that start in the same
+// nanosecond on one object (common in second-precision replays) never share
+// an object. Deterministic: the same key and time give the same name.
+func GenerateName(regardingName string, first time.Time, key string) string {
+	h := fnv32a(key)
+	name := regardingName + "." + strconv.FormatUint(uint64(first.UnixNano()), 16) + fmt.Sprintf("%08x", h)
+	if len(validation.IsDNS1123Subdomain(name)) == 0 {
+		return name
+	}
+	return fmt.Sprintf("event.%016x%08x", uint64(first.UnixNano()), h)
+}
+
+func fnv32a(s string) uint32 {
+	h := uint32(2166136261)
+	for i := 0; i < len(s); i++ {
+		h ^= uint32(s[i])
+		h *= 16777619
+	}
+	return h
+}
+
+// Validate reports what the API server would reject in a create of ev with
+// the given API version (mirrors ValidateEventCreate of kube-apiserver
+// v1.36). For events.k8s.io/v1 the deprecated fields (source, count,
+// first/last timestamp) are not checked: a writer leaves them unset.
+func Validate(ev *Event, api string) error {
+	var errs []error
+	fail := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+	ns := ev.ObjectNamespace()
+	for _, msg := range validation.IsDNS1123Subdomain(ns) {
+		fail("namespace %q: %s", ns, msg)
+	}
+	for _, msg := range validation.IsDNS1123Subdomain(ev.Name) {
+		fail("name %q: %s", ev.Name, msg)
+	}
+	strict := api == APIEventsV1 || !ev.EventTime.IsZero()
+	if !strict {
+		if ev.Regarding.Namespace == "" && ns != "default" {
+			fail("involvedObject.namespace: does not match event.namespace %q", ns)
+		}
+		if ev.Regarding.Namespace != "" && ns != ev.Regarding.Namespace {
+			fail("involvedObject.namespace %q: does not match event.namespace %q", ev.Regarding.Namespace, ns)
+		}
+	} else {
+		if ev.Regarding.Namespace == "" && ns != "default" && ns != "kube-system" {
+			fail("regarding.namespace: cluster-scoped object needs event namespace default or kube-system, not %q", ns)
+		}
+		for _, msg := range validation.IsQualifiedName(ev.ReportingController) {
+			fail("reportingController %q: %s", ev.ReportingController, msg)
+		}
+		required := map[string]string{"reportingInstance": ev.ReportingInstance, "action": ev.Action, "reason": ev.Reason}
+		for _, f := range []string{"reportingInstance", "action", "reason"} {
+			switch v := required[f]; {
+			case v == "":
+				fail("%s: required", f)
+			case len(v) > MaxFieldBytes:
+				fail("%s: longer than %d bytes", f, MaxFieldBytes)
+			}
+		}
+		if len(ev.Note) > MaxNoteBytes {
+			fail("note: longer than %d bytes", MaxNoteBytes)
+		}
+	}
+	if api == APIEventsV1 {
+		if ev.EventTime.IsZero() {
+			fail("eventTime: required")
+		}
+		if ev.Type != TypeNormal && ev.Type != TypeWarning {
+			fail("type %q: must be Normal or Warning", ev.Type)
+		}
+		if ev.SeriesCount != 0 && (ev.SeriesCount < 2 || ev.SeriesLastObservedTime.IsZero()) {
+			fail("series: count must be at least 2 and lastObservedTime set, have %d", ev.SeriesCount)
+		}
+	}
+	return errors.Join(errs...)
+}

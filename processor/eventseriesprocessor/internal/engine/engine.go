@@ -1,0 +1,446 @@
+// Package engine decides what the eventseries processor emits: series
+// (events.k8s.io/v1) or legacy compression and aggregation (core/v1), the
+// spam filter, and the timers behind them. It is pure: no pdata, no
+// goroutines, no clock of its own; every call says what time it is.
+package engine
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/hashicorp/golang-lru/v2/simplelru"
+	"golang.org/x/time/rate"
+
+	"github.com/k8sevents/otel-k8sevents/internal/k8sevent"
+)
+
+// AggregatePrefix starts the note of an aggregated event, as in client-go.
+const AggregatePrefix = "(combined from similar events): "
+
+// Config is what the engine needs of the processor's configuration.
+type Config struct {
+	Legacy                     bool
+	MaxKeys                    int
+	FinishAfter                time.Duration
+	HeartbeatInterval          time.Duration
+	KeyIncludesResourceVersion bool
+	Aggregation                bool
+	AggregateMaxEvents         int
+	AggregateMaxInterval       time.Duration
+	SpamFilter                 bool
+	SpamQPS                    float64
+	SpamBurst                  int
+	SpamKey                    []string // of "source", "object", "type", "reason"
+}
+
+// Kinds of emitted records; KindLegacy is a count update in legacy mode.
+const (
+	KindSingleton = iota
+	KindStarted
+	KindOngoing
+	KindFinished
+	KindLegacy
+	numKinds
+)
+
+// KindNames are the series states of the kinds, "" for legacy.
+var KindNames = [numKinds]string{k8sevent.StateSingleton, k8sevent.StateStarted,
+	k8sevent.StateOngoing, k8sevent.StateFinished, ""}
+
+// Emission is one record to emit.
+type Emission struct {
+	// FromInput: the record is the input record just observed, annotated.
+	// Otherwise Event holds the rebuilt Event (its strings are only valid
+	// until the engine is called again).
+	FromInput  bool
+	Event      k8sevent.Event
+	Kind       int
+	Name       string // the Event object this record writes
+	Count      int64  // occurrences so far
+	First      int64  // first and latest occurrence, unix ns
+	Last       int64
+	Aggregated bool
+	Note       string // replaces the note when set (aggregated events)
+	At         int64  // when the decision was taken, unix ns
+}
+
+// Stats counts what the engine did since it was made.
+type Stats struct {
+	Occurrences    int64
+	Out            [numKinds]int64
+	Compressed     int64 // occurrences folded into a count without a record of their own
+	SpamDropped    int64 // records the spam filter held back
+	SeriesStarted  int64
+	SeriesFinished int64
+	Heartbeats     int64
+	Evictions      int64 // states pushed out of a full cache
+}
+
+type state struct {
+	packed   string // layout-packed Event; its first keyLen bytes are the cache key
+	keyLen   int
+	name     string
+	count    int64 // occurrences
+	emitted  int64 // count of the last emitted record
+	first    int64 // first and latest occurrence (record time), unix ns
+	last     int64
+	seenAt   int64 // engine time of the latest occurrence: idle timers run from it
+	nextBeat int64
+
+	deadline int64
+	heapIdx  int
+
+	visible    bool // a record of it went out
+	started    bool // a series record (count >= 2) went out
+	aggregated bool
+	leaving    bool // removed on purpose: no eviction record
+}
+
+type aggregate struct {
+	notes []string // distinct notes, least recently seen first
+	last  int64
+}
+
+// Engine holds the caches. Not safe for concurrent use.
+type Engine struct {
+	cfg     Config
+	series  layout
+	spamL   layout
+	states  *simplelru.LRU[string, *state]
+	aggs    *simplelru.LRU[string, *aggregate]
+	spam    *simplelru.LRU[string, *rate.Limiter]
+	totals  *simplelru.LRU[string, *int64]
+	due     deadlines
+	buf     []byte
+	spamBuf []byte
+	now     int64
+	out     []Emission
+	Stats   Stats
+}
+
+// New makes an engine; cfg must be valid.
+func New(cfg Config) (*Engine, error) {
+	e := &Engine{cfg: cfg, series: seriesLayout(cfg.KeyIncludesResourceVersion)}
+	var spamFields []field
+	for _, part := range cfg.SpamKey {
+		switch part {
+		case "source":
+			spamFields = append(spamFields, fSourceComponent, fSourceHost, fController, fInstance)
+		case "object":
+			spamFields = append(spamFields, fRegKind, fRegNamespace, fRegName, fRegUID, fRegAPIVersion)
+		case "type":
+			spamFields = append(spamFields, fType)
+		case "reason":
+			spamFields = append(spamFields, fReason)
+		default:
+			return nil, fmt.Errorf("unknown spam key part %q", part)
+		}
+	}
+	e.spamL = layout{tag: 'P', key: spamFields}
+	var err error
+	if e.states, err = simplelru.NewLRU(cfg.MaxKeys, e.evicted); err != nil {
+		return nil, err
+	}
+	if e.aggs, err = simplelru.NewLRU[string, *aggregate](cfg.MaxKeys, nil); err != nil {
+		return nil, err
+	}
+	if e.spam, err = simplelru.NewLRU[string, *rate.Limiter](cfg.MaxKeys, nil); err != nil {
+		return nil, err
+	}
+	if e.totals, err = simplelru.NewLRU[string, *int64](cfg.MaxKeys, nil); err != nil {
+		return nil, err
+	}
+	return e, nil
+}
+
+// Observe counts the occurrence(s) ev stands for at engine time now, after
+// firing every timer due by now. ev's strings are not retained.
+func (e *Engine) Observe(ev *k8sevent.Event, now int64) []Emission {
+	e.out = e.out[:0]
+	e.advance(now)
+	delta := e.occurrences(ev)
+	if delta == 0 {
+		return e.out
+	}
+	e.Stats.Occurrences += delta
+	t := ev.Time.UnixNano()
+	if e.cfg.Legacy {
+		e.observeLegacy(ev, delta, t)
+	} else {
+		e.observeSeries(ev, delta, t)
+	}
+	return e.out
+}
+
+// Advance fires every timer due by now.
+func (e *Engine) Advance(now int64) []Emission {
+	e.out = e.out[:0]
+	e.advance(now)
+	return e.out
+}
+
+// NextDeadline is when Advance next has something to do.
+func (e *Engine) NextDeadline() (int64, bool) {
+	if st := e.due.peek(); st != nil {
+		return st.deadline, true
+	}
+	return 0, false
+}
+
+// Flush emits the current state of every open series (legacy: every
+// visible event with occurrences not yet emitted), oldest first, so that
+// nothing counted is lost at shutdown. The caches are kept.
+func (e *Engine) Flush(now int64) []Emission {
+	e.out = e.out[:0]
+	e.advance(now)
+	for _, st := range e.states.Values() {
+		switch {
+		case e.cfg.Legacy && st.visible && st.count > st.emitted:
+			e.emit(st, KindLegacy, nil, false)
+		case !e.cfg.Legacy && st.visible && st.count >= 2:
+			e.emit(st, KindOngoing, nil, false)
+		}
+	}
+	return e.out
+}
+
+// Len is the number of open series (legacy: remembered events).
+func (e *Engine) Len() int { return e.states.Len() }
+
+func (e *Engine) observeSeries(ev *k8sevent.Event, delta, t int64) {
+	e.buf = e.series.appendKey(e.buf[:0], ev)
+	st, ok := e.states.Get(borrow(e.buf))
+	if !ok {
+		st = e.newState(&e.series, ev, t)
+		e.due.schedule(st, e.now+int64(e.cfg.FinishAfter))
+	} else {
+		e.touch(st, t)
+	}
+	before := st.count
+	st.count += delta
+	if before < 2 && st.count >= 2 {
+		e.Stats.SeriesStarted++
+	}
+	if st.started {
+		e.Stats.Compressed += delta
+		return
+	}
+	if st.count < 2 {
+		e.emit(st, KindSingleton, ev, true)
+		return
+	}
+	if e.emit(st, KindStarted, ev, true) {
+		st.started = true
+		st.nextBeat = e.now + int64(e.cfg.HeartbeatInterval)
+	}
+}
+
+func (e *Engine) observeLegacy(ev *k8sevent.Event, delta, t int64) {
+	l := &identicalLayout
+	aggregated := e.cfg.Aggregation && e.aggregate(ev)
+	if aggregated {
+		l = &aggregateLayout
+	}
+	e.buf = l.appendKey(e.buf[:0], ev)
+	st, ok := e.states.Get(borrow(e.buf))
+	if !ok {
+		st = e.newState(l, ev, t)
+		st.aggregated = aggregated
+	} else {
+		e.touch(st, t)
+	}
+	st.count += delta
+	if !e.emit(st, KindLegacy, ev, true) {
+		// Held back: flush the count once the event goes idle.
+		e.due.schedule(st, e.now+int64(e.cfg.FinishAfter))
+	}
+}
+
+// aggregate records ev's note among the similar events' and reports
+// whether ev is to be combined: max_events distinct notes within a sliding
+// max_interval. client-go then forgets a random note; this forgets the
+// least recently seen one, so the outcome is the same on every run.
+func (e *Engine) aggregate(ev *k8sevent.Event) bool {
+	e.buf = aggregateLayout.appendKey(e.buf[:0], ev)
+	a, ok := e.aggs.Get(borrow(e.buf))
+	if !ok {
+		a = &aggregate{notes: make([]string, 0, e.cfg.AggregateMaxEvents)}
+		e.aggs.Add(string(e.buf), a)
+	}
+	if !ok || e.now-a.last > int64(e.cfg.AggregateMaxInterval) {
+		a.notes = a.notes[:0]
+	}
+	a.last = e.now
+	a.see(ev.Note)
+	if len(a.notes) < e.cfg.AggregateMaxEvents {
+		return false
+	}
+	a.notes = a.notes[:copy(a.notes, a.notes[1:])]
+	return true
+}
+
+func (a *aggregate) see(note string) {
+	for i, n := range a.notes {
+		if n == note {
+			copy(a.notes[i:], a.notes[i+1:])
+			a.notes[len(a.notes)-1] = n
+			return
+		}
+	}
+	a.notes = append(a.notes, string([]byte(note)))
+}
+
+func (e *Engine) newState(l *layout, ev *k8sevent.Event, t int64) *state {
+	packed, keyLen := l.pack(e.buf, ev)
+	key := packed[:keyLen]
+	st := &state{packed: packed, keyLen: keyLen, heapIdx: -1, first: t, last: t, seenAt: e.now,
+		name: k8sevent.GenerateName(ev.Regarding.Name, time.Unix(0, t), key)}
+	e.states.Add(key, st)
+	return st
+}
+
+func (e *Engine) touch(st *state, t int64) {
+	st.last = max(st.last, t)
+	st.seenAt = e.now
+}
+
+// emit appends a record of st; filtered ones pass the spam filter first.
+// input is the record being observed, nil for timer records.
+func (e *Engine) emit(st *state, kind int, input *k8sevent.Event, filtered bool) bool {
+	em := Emission{FromInput: input != nil, Kind: kind, Name: st.name, Count: st.count,
+		First: st.first, Last: st.last, Aggregated: st.aggregated, At: e.now}
+	ev := input
+	if input == nil {
+		layoutOf(st, &e.series).unpack(st.packed, &em.Event)
+		ev = &em.Event
+	}
+	if filtered && !e.allow(ev) {
+		e.Stats.SpamDropped++
+		return false
+	}
+	if st.aggregated {
+		em.Note = AggregatePrefix + ev.Note
+	}
+	e.out = append(e.out, em)
+	e.Stats.Out[kind]++
+	st.visible = true
+	st.emitted = st.count
+	return true
+}
+
+func layoutOf(st *state, series *layout) *layout {
+	switch st.packed[0] {
+	case identicalLayout.tag:
+		return &identicalLayout
+	case aggregateLayout.tag:
+		return &aggregateLayout
+	default:
+		return series
+	}
+}
+
+func (e *Engine) allow(ev *k8sevent.Event) bool {
+	if !e.cfg.SpamFilter {
+		return true
+	}
+	e.spamBuf = e.spamL.appendKey(e.spamBuf[:0], ev)
+	lim, ok := e.spam.Get(borrow(e.spamBuf))
+	if !ok {
+		lim = rate.NewLimiter(rate.Limit(e.cfg.SpamQPS), e.cfg.SpamBurst)
+		e.spam.Add(string(e.spamBuf), lim)
+	}
+	return lim.AllowN(time.Unix(0, e.now), 1)
+}
+
+// occurrences is how many new occurrences ev stands for. A record that
+// names its Event object (uid, or name with a cumulative count) and was
+// seen before counts as the growth of its cumulative count: a watched
+// core/v1 Event patched from count 3 to 5 is 2 occurrences, not 1.
+func (e *Engine) occurrences(ev *k8sevent.Event) int64 {
+	total := ev.Occurrences()
+	e.buf = e.buf[:0]
+	switch {
+	case ev.UID != "":
+		e.buf = append(append(e.buf, 'U'), ev.UID...)
+	case ev.Name != "" && (ev.Count > 0 || ev.SeriesCount > 0):
+		e.buf = append(append(append(append(e.buf, 'N'), ev.ObjectNamespace()...), '/'), ev.Name...)
+	default:
+		return 1
+	}
+	prev, ok := e.totals.Get(borrow(e.buf))
+	if !ok {
+		e.totals.Add(string(e.buf), &total)
+		return total
+	}
+	if total <= *prev {
+		return 0
+	}
+	delta := total - *prev
+	*prev = total
+	return delta
+}
+
+func (e *Engine) advance(now int64) {
+	e.now = max(e.now, now)
+	for st := e.due.peek(); st != nil && st.deadline <= e.now; st = e.due.peek() {
+		e.fire(st)
+	}
+}
+
+// fire handles st's deadline: a heartbeat, the end of a series, or the
+// flush of held-back counts; or, when occurrences moved it later, nothing
+// but rescheduling.
+func (e *Engine) fire(st *state) {
+	idle := st.seenAt + int64(e.cfg.FinishAfter)
+	beat := !e.cfg.Legacy && st.started && st.nextBeat < idle
+	next := idle
+	if beat {
+		next = st.nextBeat
+	}
+	if next > e.now {
+		e.due.reschedule(st, next)
+		return
+	}
+	now := e.now
+	e.now = next // records carry their exact deadline
+	defer func() { e.now = now }()
+	switch {
+	case beat:
+		if e.emit(st, KindOngoing, nil, true) {
+			e.Stats.Heartbeats++
+		}
+		st.nextBeat = next + int64(e.cfg.HeartbeatInterval)
+		e.due.reschedule(st, min(idle, st.nextBeat))
+	case e.cfg.Legacy:
+		e.due.remove(st)
+		e.closeOut(st)
+	default:
+		e.closeOut(st)
+		st.leaving = true
+		e.states.Remove(st.packed[:st.keyLen])
+	}
+}
+
+// closeOut emits the last record of a state that ends or is forgotten.
+func (e *Engine) closeOut(st *state) {
+	switch {
+	case e.cfg.Legacy:
+		if st.visible && st.count > st.emitted {
+			e.emit(st, KindLegacy, nil, false)
+		}
+	case st.count >= 2:
+		e.Stats.SeriesFinished++
+		if st.visible {
+			e.emit(st, KindFinished, nil, false)
+		}
+	}
+}
+
+func (e *Engine) evicted(_ string, st *state) {
+	e.due.remove(st)
+	if st.leaving {
+		return
+	}
+	e.Stats.Evictions++
+	e.closeOut(st)
+}

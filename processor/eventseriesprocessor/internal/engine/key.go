@@ -1,0 +1,178 @@
+package engine
+
+import (
+	"encoding/binary"
+	"unsafe"
+
+	"github.com/k8sevents/otel-k8sevents/internal/k8sevent"
+)
+
+// field names one string field of an Event.
+type field uint8
+
+const (
+	fType field = iota
+	fAction
+	fReason
+	fController
+	fInstance
+	fRegKind
+	fRegNamespace
+	fRegName
+	fRegUID
+	fRegAPIVersion
+	fRegFieldPath
+	fRegResourceVersion
+	fRelKind
+	fRelNamespace
+	fRelName
+	fRelUID
+	fRelAPIVersion
+	fRelFieldPath
+	fSourceComponent
+	fSourceHost
+	fNote
+	fNamespace
+)
+
+func (f field) of(ev *k8sevent.Event) *string {
+	switch f {
+	case fType:
+		return &ev.Type
+	case fAction:
+		return &ev.Action
+	case fReason:
+		return &ev.Reason
+	case fController:
+		return &ev.ReportingController
+	case fInstance:
+		return &ev.ReportingInstance
+	case fRegKind:
+		return &ev.Regarding.Kind
+	case fRegNamespace:
+		return &ev.Regarding.Namespace
+	case fRegName:
+		return &ev.Regarding.Name
+	case fRegUID:
+		return &ev.Regarding.UID
+	case fRegAPIVersion:
+		return &ev.Regarding.APIVersion
+	case fRegFieldPath:
+		return &ev.Regarding.FieldPath
+	case fRegResourceVersion:
+		return &ev.Regarding.ResourceVersion
+	case fRelKind:
+		return &ev.Related.Kind
+	case fRelNamespace:
+		return &ev.Related.Namespace
+	case fRelName:
+		return &ev.Related.Name
+	case fRelUID:
+		return &ev.Related.UID
+	case fRelAPIVersion:
+		return &ev.Related.APIVersion
+	case fRelFieldPath:
+		return &ev.Related.FieldPath
+	case fSourceComponent:
+		return &ev.SourceComponent
+	case fSourceHost:
+		return &ev.SourceHost
+	case fNote:
+		return &ev.Note
+	default:
+		return &ev.Namespace
+	}
+}
+
+var relatedFields = []field{fRelKind, fRelNamespace, fRelName, fRelUID, fRelAPIVersion, fRelFieldPath}
+
+// layout is how one cache packs an Event: a tag byte and the key fields
+// (the cache key is this prefix), then the other fields needed to rebuild
+// the Event for records that no input carries (heartbeats, finishes,
+// flushes). Every field is length-prefixed, so distinct field tuples never
+// share a key (client-go joins with "", where "ab"+"c" meets "a"+"bc").
+type layout struct {
+	tag  byte
+	key  []field
+	rest []field
+}
+
+// allFields lists every field once, key fields first.
+func newLayout(tag byte, key ...field) layout {
+	in := make(map[field]bool, len(key))
+	for _, f := range key {
+		in[f] = true
+	}
+	l := layout{tag: tag, key: key}
+	for f := fType; f <= fNamespace; f++ {
+		if !in[f] {
+			l.rest = append(l.rest, f)
+		}
+	}
+	return l
+}
+
+// seriesLayout is the isomorphic key of events.k8s.io series (client-go
+// tools/events getKey), resourceVersion optional.
+func seriesLayout(withResourceVersion bool) layout {
+	key := []field{fType, fAction, fReason, fController, fInstance,
+		fRegKind, fRegNamespace, fRegName, fRegUID, fRegAPIVersion, fRegFieldPath}
+	if withResourceVersion {
+		key = append(key, fRegResourceVersion)
+	}
+	return newLayout('S', append(key, relatedFields...)...)
+}
+
+// identicalLayout is client-go tools/record getEventKey plus the reporting
+// controller and instance, so that two apps posing the same source stay apart.
+var identicalLayout = newLayout('I', fSourceComponent, fSourceHost,
+	fRegKind, fRegNamespace, fRegName, fRegFieldPath, fRegUID, fRegAPIVersion,
+	fType, fReason, fNote, fController, fInstance)
+
+// aggregateLayout is client-go EventAggregatorByReasonFunc's key.
+var aggregateLayout = newLayout('A', fSourceComponent, fSourceHost,
+	fRegKind, fRegNamespace, fRegName, fRegUID, fRegAPIVersion,
+	fType, fReason, fController, fInstance)
+
+func (l *layout) appendKey(buf []byte, ev *k8sevent.Event) []byte {
+	buf = append(buf, l.tag)
+	return appendFields(buf, ev, l.key)
+}
+
+// pack returns the packed form of ev and the length of its key prefix; buf
+// must hold appendKey's result for ev.
+func (l *layout) pack(buf []byte, ev *k8sevent.Event) (packed string, keyLen int) {
+	keyLen = len(buf)
+	return string(appendFields(buf, ev, l.rest)), keyLen
+}
+
+// unpack rebuilds into dst the fields packed holds; the strings share its memory.
+func (l *layout) unpack(packed string, dst *k8sevent.Event) {
+	s := packed[1:]
+	for _, fields := range [2][]field{l.key, l.rest} {
+		for _, f := range fields {
+			n, w := binary.Uvarint(unsafe.Slice(unsafe.StringData(s), len(s)))
+			s = s[w:]
+			*f.of(dst) = s[:n]
+			s = s[n:]
+		}
+	}
+}
+
+func appendFields(buf []byte, ev *k8sevent.Event, fields []field) []byte {
+	for _, f := range fields {
+		s := *f.of(ev)
+		buf = binary.AppendUvarint(buf, uint64(len(s)))
+		buf = append(buf, s...)
+	}
+	return buf
+}
+
+// borrow views b as a string for a map lookup without copying. The string
+// must not outlive the lookup or see b change.
+func borrow(b []byte) string {
+	if len(b) == 0 {
+		return ""
+	}
+	return unsafe.String(&b[0], len(b))
+}
