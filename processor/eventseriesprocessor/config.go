@@ -1,0 +1,134 @@
+package eventseriesprocessor // import "github.com/k8sevents/otel-k8sevents/processor/eventseriesprocessor"
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/k8sevents/otel-k8sevents/processor/eventseriesprocessor/internal/engine"
+)
+
+// Config of the eventseries processor. README.md lists every key.
+type Config struct {
+	// Mode: "series" (events.k8s.io/v1 series) or "legacy" (core/v1 counts).
+	Mode string `mapstructure:"mode"`
+	// TimeSource: "processing" (wall clock) or "event" (record timestamps as a watermark).
+	TimeSource string `mapstructure:"time_source"`
+	// MaxKeys bounds each cache.
+	MaxKeys int `mapstructure:"max_keys"`
+	// NonEventRecords: "pass" or "drop" records that carry no valid Event.
+	NonEventRecords string `mapstructure:"non_event_records"`
+
+	Series      SeriesConfig      `mapstructure:"series"`
+	Aggregation AggregationConfig `mapstructure:"aggregation"`
+	SpamFilter  SpamFilterConfig  `mapstructure:"spam_filter"`
+
+	// prevent unkeyed literal initialization
+	_ struct{}
+}
+
+// SeriesConfig sets the series timers and key.
+type SeriesConfig struct {
+	FinishAfter               time.Duration `mapstructure:"finish_after"`
+	HeartbeatInterval         time.Duration `mapstructure:"heartbeat_interval"`
+	KeyIgnoresResourceVersion bool          `mapstructure:"key_ignores_resource_version"`
+}
+
+// AggregationConfig sets legacy-mode aggregation of similar events.
+type AggregationConfig struct {
+	Enabled     bool          `mapstructure:"enabled"`
+	MaxEvents   int           `mapstructure:"max_events"`
+	MaxInterval time.Duration `mapstructure:"max_interval"`
+}
+
+// SpamFilterConfig sets the per-key token bucket.
+type SpamFilterConfig struct {
+	Enabled bool     `mapstructure:"enabled"`
+	QPS     float64  `mapstructure:"qps"`
+	Burst   int      `mapstructure:"burst"`
+	Key     []string `mapstructure:"key"`
+}
+
+const (
+	modeSeries = "series"
+	modeLegacy = "legacy"
+
+	timeProcessing = "processing"
+	timeEvent      = "event"
+
+	recordsPass = "pass"
+	recordsDrop = "drop"
+)
+
+var spamKeyParts = []string{"source", "object", "type", "reason"}
+
+func createDefaultConfig() *Config {
+	return &Config{
+		Mode:            modeSeries,
+		TimeSource:      timeProcessing,
+		MaxKeys:         4096,
+		NonEventRecords: recordsPass,
+		Series: SeriesConfig{
+			FinishAfter:               6 * time.Minute,
+			HeartbeatInterval:         30 * time.Minute,
+			KeyIgnoresResourceVersion: true,
+		},
+		Aggregation: AggregationConfig{Enabled: true, MaxEvents: 10, MaxInterval: 10 * time.Minute},
+		SpamFilter: SpamFilterConfig{
+			Enabled: true,
+			QPS:     1.0 / 300,
+			Burst:   25,
+			Key:     []string{"source", "object", "type"},
+		},
+	}
+}
+
+// Validate checks the configuration.
+func (cfg *Config) Validate() error {
+	var errs []error
+	check := func(ok bool, format string, args ...any) {
+		if !ok {
+			errs = append(errs, fmt.Errorf(format, args...))
+		}
+	}
+	check(cfg.Mode == modeSeries || cfg.Mode == modeLegacy, "mode: %q is not series or legacy", cfg.Mode)
+	check(cfg.TimeSource == timeProcessing || cfg.TimeSource == timeEvent, "time_source: %q is not processing or event", cfg.TimeSource)
+	check(cfg.MaxKeys > 0, "max_keys: must be positive, have %d", cfg.MaxKeys)
+	check(cfg.NonEventRecords == recordsPass || cfg.NonEventRecords == recordsDrop, "non_event_records: %q is not pass or drop", cfg.NonEventRecords)
+	check(cfg.Series.FinishAfter > 0, "series.finish_after: must be positive, have %s", cfg.Series.FinishAfter)
+	check(cfg.Series.HeartbeatInterval > 0, "series.heartbeat_interval: must be positive, have %s", cfg.Series.HeartbeatInterval)
+	if cfg.Aggregation.Enabled {
+		check(cfg.Aggregation.MaxEvents >= 2, "aggregation.max_events: must be at least 2, have %d", cfg.Aggregation.MaxEvents)
+		check(cfg.Aggregation.MaxInterval > 0, "aggregation.max_interval: must be positive, have %s", cfg.Aggregation.MaxInterval)
+	}
+	if cfg.SpamFilter.Enabled {
+		check(cfg.SpamFilter.QPS > 0, "spam_filter.qps: must be positive, have %g", cfg.SpamFilter.QPS)
+		check(cfg.SpamFilter.Burst >= 1, "spam_filter.burst: must be at least 1, have %d", cfg.SpamFilter.Burst)
+		check(len(cfg.SpamFilter.Key) > 0, "spam_filter.key: must name at least one of %v", spamKeyParts)
+		seen := map[string]bool{}
+		for _, part := range cfg.SpamFilter.Key {
+			check(slices.Contains(spamKeyParts, part), "spam_filter.key: %q is not one of %v", part, spamKeyParts)
+			check(!seen[part], "spam_filter.key: %q twice", part)
+			seen[part] = true
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func (cfg *Config) engineConfig() engine.Config {
+	return engine.Config{
+		Legacy:                     cfg.Mode == modeLegacy,
+		MaxKeys:                    cfg.MaxKeys,
+		FinishAfter:                cfg.Series.FinishAfter,
+		HeartbeatInterval:          cfg.Series.HeartbeatInterval,
+		KeyIncludesResourceVersion: !cfg.Series.KeyIgnoresResourceVersion,
+		Aggregation:                cfg.Aggregation.Enabled,
+		AggregateMaxEvents:         cfg.Aggregation.MaxEvents,
+		AggregateMaxInterval:       cfg.Aggregation.MaxInterval,
+		SpamFilter:                 cfg.SpamFilter.Enabled,
+		SpamQPS:                    cfg.SpamFilter.QPS,
+		SpamBurst:                  cfg.SpamFilter.Burst,
+		SpamKey:                    cfg.SpamFilter.Key,
+	}
+}
