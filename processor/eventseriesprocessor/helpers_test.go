@@ -1,0 +1,153 @@
+package eventseriesprocessor
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/component/componenttest"
+	"go.opentelemetry.io/collector/consumer/consumertest"
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/plog"
+
+	"github.com/k8sevents/otel-k8sevents/internal/k8sevent"
+	"github.com/k8sevents/otel-k8sevents/processor/eventseriesprocessor/internal/metadata"
+	"github.com/k8sevents/otel-k8sevents/processor/eventseriesprocessor/internal/metadatatest"
+)
+
+var t0 = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+
+// harness runs one processor built by the factory into a sink.
+type harness struct {
+	t    testing.TB
+	p    *eventSeriesProcessor
+	sink *consumertest.LogsSink
+	tel  *componenttest.Telemetry
+}
+
+func newHarness(t testing.TB, mutate func(*Config)) *harness {
+	cfg := createDefaultConfig()
+	if mutate != nil {
+		mutate(cfg)
+	}
+	require.NoError(t, cfg.Validate())
+	tel := componenttest.NewTelemetry()
+	sink := new(consumertest.LogsSink)
+	p, err := NewFactory().CreateLogs(context.Background(), metadatatest.NewSettings(tel), cfg, sink)
+	require.NoError(t, err)
+	require.NoError(t, p.Start(context.Background(), componenttest.NewNopHost()))
+	h := &harness{t: t, p: p.(*eventSeriesProcessor), sink: sink, tel: tel}
+	t.Cleanup(func() {
+		_ = h.p.Shutdown(context.Background())
+		_ = tel.Shutdown(context.Background())
+	})
+	return h
+}
+
+func eventTime(cfg *Config) { cfg.TimeSource = timeEvent }
+
+func (h *harness) consume(ld plog.Logs) {
+	h.t.Helper()
+	require.NoError(h.t, h.p.ConsumeLogs(context.Background(), ld))
+}
+
+func (h *harness) shutdown() {
+	h.t.Helper()
+	require.NoError(h.t, h.p.Shutdown(context.Background()))
+}
+
+// records returns every record emitted so far, in order, with its resource.
+func (h *harness) records() []emitted {
+	var out []emitted
+	for _, ld := range h.sink.AllLogs() {
+		out = append(out, flatten(ld)...)
+	}
+	return out
+}
+
+type emitted struct {
+	res   pcommon.Resource
+	scope string
+	lr    plog.LogRecord
+}
+
+func (e emitted) event(t testing.TB) k8sevent.Event {
+	ev, _, found := k8sevent.Decode(e.res, e.lr, k8sevent.DecodeOptions{})
+	require.True(t, found)
+	return ev
+}
+
+func (e emitted) str(k string) string {
+	v, ok := e.lr.Attributes().Get(k)
+	if !ok {
+		return ""
+	}
+	return v.AsString()
+}
+
+func (e emitted) fromTimer() bool { return e.scope == metadata.ScopeName }
+
+func flatten(ld plog.Logs) []emitted {
+	var out []emitted
+	for i := range ld.ResourceLogs().Len() {
+		rl := ld.ResourceLogs().At(i)
+		for j := range rl.ScopeLogs().Len() {
+			sl := rl.ScopeLogs().At(j)
+			for k := range sl.LogRecords().Len() {
+				out = append(out, emitted{res: rl.Resource(), scope: sl.Scope().Name(), lr: sl.LogRecords().At(k)})
+			}
+		}
+	}
+	return out
+}
+
+func podEvent(pod, reason, note string) k8sevent.Event {
+	return k8sevent.Event{
+		Type: k8sevent.TypeWarning, Reason: reason, Action: "Sync", Note: note,
+		Regarding:           k8sevent.ObjectRef{Kind: "Pod", Namespace: "ns", Name: pod, UID: "uid-" + pod, APIVersion: "v1"},
+		ReportingController: "kubelet", ReportingInstance: "node-1", SourceComponent: "kubelet", SourceHost: "node-1",
+	}
+}
+
+// logsOf builds one ResourceLogs per Event (as the contrib receiver does),
+// every field as a record attribute, in scope "test".
+func logsOf(evs ...k8sevent.Event) plog.Logs {
+	ld := plog.NewLogs()
+	for i := range evs {
+		sl := ld.ResourceLogs().AppendEmpty().ScopeLogs().AppendEmpty()
+		sl.Scope().SetName("test")
+		k8sevent.Encode(&evs[i], sl.LogRecords().AppendEmpty())
+	}
+	return ld
+}
+
+// contribRecord builds a record the way the contrib k8s_events receiver does:
+// the regarding object on the resource, the rest on the record.
+func contribRecord(ev k8sevent.Event) plog.Logs {
+	ld := plog.NewLogs()
+	rl := ld.ResourceLogs().AppendEmpty()
+	res := rl.Resource().Attributes()
+	res.PutStr(k8sevent.AttrObjectKind, ev.Regarding.Kind)
+	res.PutStr(k8sevent.AttrObjectName, ev.Regarding.Name)
+	res.PutStr(k8sevent.AttrObjectUID, ev.Regarding.UID)
+	res.PutStr(k8sevent.AttrObjectFieldPath, ev.Regarding.FieldPath)
+	res.PutStr(k8sevent.AttrObjectAPIVersion, ev.Regarding.APIVersion)
+	res.PutStr(k8sevent.AttrObjectResourceVer, ev.Regarding.ResourceVersion)
+	res.PutStr(k8sevent.AttrNodeName, ev.SourceHost)
+	lr := rl.ScopeLogs().AppendEmpty().LogRecords().AppendEmpty()
+	lr.SetTimestamp(pcommon.NewTimestampFromTime(ev.Time))
+	lr.Body().SetStr(ev.Note)
+	k8sevent.SetType(lr, ev.Type)
+	attrs := lr.Attributes()
+	attrs.PutStr(k8sevent.AttrReason, ev.Reason)
+	attrs.PutStr(k8sevent.AttrAction, ev.Action)
+	attrs.PutStr(k8sevent.AttrStartTime, ev.FirstTimestamp.String())
+	attrs.PutStr(k8sevent.AttrEventName, ev.Name)
+	attrs.PutStr(k8sevent.AttrEventUID, ev.UID)
+	attrs.PutStr(k8sevent.AttrNamespace, ev.Regarding.Namespace)
+	if ev.Count != 0 {
+		attrs.PutInt(k8sevent.AttrCount, ev.Count)
+	}
+	return ld
+}
