@@ -1,0 +1,142 @@
+package eventseriesprocessor
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/record"
+	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/k8sevents/otel-k8sevents/internal/k8sevent"
+)
+
+// legacyStep is one core/v1 Event emitted at a time, as a recorder makes it.
+type legacyStep struct {
+	at time.Time
+	ev corev1.Event
+}
+
+// legacySequence mixes what the EventCorrelator reacts to: repeats of
+// identical events (compression), bursts on one object (spam filter), and
+// distinct messages of one reason (aggregation). Messages are either fixed
+// per (object, reason) or never repeated, so client-go's random choice of
+// the note it forgets cannot change its decisions.
+func legacySequence(seed uint64, n int) []legacyStep {
+	rng := rand.New(rand.NewPCG(seed, 1))
+	objects := []string{"web-1", "web-2", "db-0", "rs-1"}
+	reasons := []string{"BackOff", "Unhealthy", "SuccessfulCreate", "FailedMount"}
+	at := t0
+	unique := 0
+	steps := make([]legacyStep, 0, n)
+	for range n {
+		switch rng.IntN(10) {
+		case 0:
+			at = at.Add(time.Duration(rng.IntN(20)) * time.Minute) // a quiet spell: aggregation window, token refill
+		default:
+			at = at.Add(time.Duration(rng.IntN(5000)) * time.Millisecond)
+		}
+		obj, reason := objects[rng.IntN(len(objects))], reasons[rng.IntN(len(reasons))]
+		if rng.IntN(3) == 0 { // a ReplicaSet creating pods
+			obj, reason = "rs-1", "SuccessfulCreate"
+		}
+		msg := fmt.Sprintf("%s on %s", reason, obj)
+		typ := corev1.EventTypeWarning
+		if reason == "SuccessfulCreate" {
+			unique++
+			msg, typ = fmt.Sprintf("Created pod: %s-%d", obj, unique), corev1.EventTypeNormal
+		}
+		steps = append(steps, legacyStep{at: at, ev: corev1.Event{
+			// A recorder's name; +len(steps) keeps two events of one instant apart.
+			ObjectMeta:     metav1.ObjectMeta{Name: fmt.Sprintf("%s.%x", obj, at.UnixNano()+int64(len(steps))), Namespace: "ns"},
+			InvolvedObject: corev1.ObjectReference{Kind: "Pod", Namespace: "ns", Name: obj, UID: types.UID("uid-" + obj), APIVersion: "v1"},
+			Reason:         reason, Message: msg, Type: typ, Count: 1,
+			Source:         corev1.EventSource{Component: "kubelet", Host: "node-1"},
+			FirstTimestamp: metav1.NewTime(at), LastTimestamp: metav1.NewTime(at),
+		}})
+	}
+	return steps
+}
+
+// TestLegacyModeAgreesWithEventCorrelator runs the same sequences through
+// client-go's EventCorrelator (fake clock) and the processor in legacy mode
+// (event time), and compares every decision: skipped by the spam filter or
+// not, the count, create vs patch, aggregated or not, and which object.
+func TestLegacyModeAgreesWithEventCorrelator(t *testing.T) {
+	for seed := range uint64(8) {
+		t.Run(fmt.Sprint("seed", seed), func(t *testing.T) {
+			steps := legacySequence(seed, 600)
+			clock := clocktesting.NewFakeClock(t0)
+			correlator := record.NewEventCorrelatorWithOptions(record.CorrelatorOptions{Clock: clock})
+			h := newHarness(t, func(cfg *Config) {
+				eventTime(cfg)
+				cfg.Mode = modeLegacy
+				cfg.SpamFilter.QPS = float64(float32(1.0 / 300)) // client-go's float32 rate
+			})
+
+			theirs := map[string]string{} // client-go object name -> ours
+			var skipped, aggregated, patched, timerRecords int
+			for i, step := range steps {
+				clock.SetTime(step.at)
+				ev := step.ev
+				res, err := correlator.EventCorrelate(&ev)
+				require.NoError(t, err)
+
+				before := len(h.records())
+				in := k8sevent.FromCoreV1(&step.ev)
+				in.Name, in.Count = "", 0 // a recorder's fresh occurrence, not a stored object
+				h.consume(logsOf(in))
+				var ours []emitted
+				for _, r := range h.records()[before:] {
+					if r.fromTimer() {
+						timerRecords++ // our flush of held-back counts: client-go has none
+						continue
+					}
+					ours = append(ours, r)
+				}
+
+				if res.Skip {
+					skipped++
+					assert.Empty(t, ours, "step %d: client-go's spam filter skipped it", i)
+					continue
+				}
+				require.Len(t, ours, 1, "step %d: client-go wrote it", i)
+				got := ours[0].event(t)
+				assert.Equal(t, int64(res.Event.Count), got.Count, "step %d: count", i)
+				isAggregate := strings.HasPrefix(res.Event.Message, "(combined from similar events): ")
+				assert.Equal(t, isAggregate, got.Aggregated, "step %d: aggregation", i)
+				assert.Equal(t, res.Event.Message, got.Note, "step %d: message", i)
+				assert.Equal(t, res.Patch != nil, got.Count > 1, "step %d: patch decision", i)
+				if prev, ok := theirs[res.Event.Name]; ok {
+					assert.Equal(t, prev, got.Name, "step %d: the same object as client-go", i)
+				} else {
+					theirs[res.Event.Name] = got.Name
+				}
+				if isAggregate {
+					aggregated++
+				}
+				if res.Patch != nil {
+					patched++
+				}
+			}
+			// The sequences must exercise every decision, or the comparison proves little.
+			assert.Positive(t, skipped, "spam filter decisions")
+			assert.Positive(t, aggregated, "aggregation decisions")
+			assert.Positive(t, patched, "patch decisions")
+			ourNames := map[string]bool{}
+			for _, n := range theirs {
+				ourNames[n] = true
+			}
+			assert.Len(t, ourNames, len(theirs), "every object of client-go is a distinct object of ours")
+			t.Logf("%d steps: %d skipped, %d aggregated, %d patches, %d objects; %d extra flush records of ours",
+				len(steps), skipped, aggregated, patched, len(theirs), timerRecords)
+		})
+	}
+}
