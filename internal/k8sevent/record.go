@@ -251,8 +251,8 @@ func putTime(attrs pcommon.Map, k string, t time.Time, layout string) {
 
 // str reads any value as a string; only non-string values allocate.
 func str(v pcommon.Value) string {
-	if v.Type() == pcommon.ValueTypeStr {
-		return v.Str()
+	if s := v.Str(); s != "" || v.Type() == pcommon.ValueTypeStr {
+		return s
 	}
 	return v.AsString()
 }

@@ -73,7 +73,7 @@ func Sanitize(ev *Event, now time.Time) (repaired, fatal Problem) {
 	if ev.Regarding.Kind == "" || ev.Regarding.Name == "" {
 		fatal |= ProblemMissingRegarding
 	}
-	if len(validation.IsDNS1123Subdomain(ev.ObjectNamespace())) > 0 {
+	if !isDNS1123Label(ev.ObjectNamespace()) {
 		fatal |= ProblemBadNamespace
 	}
 	if ev.Count < 0 || ev.SeriesCount < 0 {
@@ -105,6 +105,22 @@ func Sanitize(ev *Event, now time.Time) (repaired, fatal Problem) {
 		}
 	}
 	return repaired, fatal
+}
+
+// isDNS1123Label is the rule a namespace name follows, without the regular
+// expression apimachinery uses (a quarter of the processor's time per record).
+func isDNS1123Label(s string) bool {
+	if len(s) == 0 || len(s) > validation.DNS1123LabelMaxLength {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		alnum := c >= 'a' && c <= 'z' || c >= '0' && c <= '9'
+		if !alnum && (c != '-' || i == 0 || i == len(s)-1) {
+			return false
+		}
+	}
+	return true
 }
 
 // Truncate cuts s to at most n bytes without splitting a UTF-8 sequence.

@@ -369,7 +369,9 @@ func (e *Engine) occurrences(ev *k8sevent.Event) int64 {
 	}
 	prev, ok := e.totals.Get(borrow(e.buf))
 	if !ok {
-		e.totals.Add(string(e.buf), &total)
+		stored := new(int64) // only here: &total would move total to the heap on every call
+		*stored = total
+		e.totals.Add(string(e.buf), stored)
 		return total
 	}
 	if total <= *prev {
