@@ -33,6 +33,7 @@ const (
 	AttrRelatedUID          = "k8s.event.related.uid"
 	AttrRelatedAPIVersion   = "k8s.event.related.api_version"
 	AttrRelatedFieldPath    = "k8s.event.related.fieldpath"
+	AttrRelatedResourceVer  = "k8s.event.related.resource_version"
 	AttrCount               = "k8s.event.count"
 	AttrFirstTimestamp      = "k8s.event.first_timestamp"
 	AttrLastTimestamp       = "k8s.event.last_timestamp"
@@ -115,6 +116,8 @@ func DecodeAttributes(attrs pcommon.Map, dst *Event, opts DecodeOptions) (proble
 			dst.Related.APIVersion = str(v)
 		case AttrRelatedFieldPath:
 			dst.Related.FieldPath = str(v)
+		case AttrRelatedResourceVer:
+			dst.Related.ResourceVersion = str(v)
 		case AttrCount:
 			dst.Count, p = integer(v)
 		case AttrSeriesCount:
@@ -124,16 +127,16 @@ func DecodeAttributes(attrs pcommon.Map, dst *Event, opts DecodeOptions) (proble
 		case AttrAggregated:
 			dst.Aggregated = v.Type() == pcommon.ValueTypeBool && v.Bool()
 		case AttrFirstTimestamp:
-			p = decodeTime(v, &dst.FirstTimestamp, opts)
+			p = decodeTime(v, &dst.FirstTimestamp, opts, 0)
 		case AttrLastTimestamp:
-			p = decodeTime(v, &dst.LastTimestamp, opts)
+			p = decodeTime(v, &dst.LastTimestamp, opts, 0)
 		case AttrEventTime:
-			p = decodeTime(v, &dst.EventTime, opts)
+			p = decodeTime(v, &dst.EventTime, opts, time.Microsecond)
 		case AttrSeriesLastObserved:
-			p = decodeTime(v, &dst.SeriesLastObservedTime, opts)
+			p = decodeTime(v, &dst.SeriesLastObservedTime, opts, time.Microsecond)
 		case AttrStartTime:
 			if dst.FirstTimestamp.IsZero() {
-				p = decodeTime(v, &dst.FirstTimestamp, opts)
+				p = decodeTime(v, &dst.FirstTimestamp, opts, 0)
 			}
 		default:
 			continue
@@ -205,6 +208,7 @@ func Encode(ev *Event, lr plog.LogRecord) {
 	putStr(attrs, AttrRelatedUID, ev.Related.UID)
 	putStr(attrs, AttrRelatedAPIVersion, ev.Related.APIVersion)
 	putStr(attrs, AttrRelatedFieldPath, ev.Related.FieldPath)
+	putStr(attrs, AttrRelatedResourceVer, ev.Related.ResourceVersion)
 	if ev.Count > 0 {
 		attrs.PutInt(AttrCount, ev.Count)
 	}
@@ -262,7 +266,8 @@ func integer(v pcommon.Value) (int64, Problem) {
 	case pcommon.ValueTypeInt:
 		return v.Int(), 0
 	case pcommon.ValueTypeDouble:
-		if f := v.Double(); f >= math.MinInt64 && f <= math.MaxInt64 {
+		// float64(math.MaxInt64) is 2^63, itself out of range: compare with <.
+		if f := v.Double(); f >= math.MinInt64 && f < math.MaxInt64 {
 			return int64(f), 0
 		}
 	case pcommon.ValueTypeStr:
@@ -273,11 +278,25 @@ func integer(v pcommon.Value) (int64, Problem) {
 	return 0, ProblemBadValue
 }
 
-// goTimeFormat is time.Time.String's layout, which the contrib receiver's
-// k8s.event.start_time uses.
-const goTimeFormat = "2006-01-02 15:04:05.999999999 -0700 MST"
+// timeLayouts are what time attributes may hold: RFC 3339, or
+// time.Time.String's layout, which the contrib receiver's
+// k8s.event.start_time uses (zones without a name print the offset twice).
+var timeLayouts = [...]string{
+	time.RFC3339Nano,
+	"2006-01-02 15:04:05.999999999 -0700 MST",
+	"2006-01-02 15:04:05.999999999 -0700 -0700",
+}
 
-func decodeTime(v pcommon.Value, dst *time.Time, opts DecodeOptions) Problem {
+// Times outside what int64 nanoseconds hold cannot become record
+// timestamps, nor be formatted back as RFC 3339 in every case.
+var (
+	minTime = time.Unix(0, math.MinInt64)
+	maxTime = time.Unix(0, math.MaxInt64)
+)
+
+// decodeTime parses a time attribute; precision truncates it to what the
+// API field holds (µs for MicroTime), so that decode and encode agree.
+func decodeTime(v pcommon.Value, dst *time.Time, opts DecodeOptions, precision time.Duration) Problem {
 	if opts.SkipTimes {
 		return 0
 	}
@@ -288,9 +307,12 @@ func decodeTime(v pcommon.Value, dst *time.Time, opts DecodeOptions) Problem {
 	if s == "" {
 		return 0
 	}
-	for _, layout := range []string{time.RFC3339Nano, goTimeFormat} {
+	for _, layout := range timeLayouts {
 		if t, err := time.Parse(layout, s); err == nil {
-			*dst = t
+			if t.Before(minTime) || t.After(maxTime) {
+				return ProblemBadValue
+			}
+			*dst = t.Truncate(precision)
 			return 0
 		}
 	}

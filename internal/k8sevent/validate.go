@@ -67,9 +67,6 @@ func (p Problem) String() string {
 // latest time the Event records, else now) and reports what it repaired
 // and what is fatal.
 func Sanitize(ev *Event, now time.Time) (repaired, fatal Problem) {
-	if ev.Reason == "" {
-		fatal |= ProblemMissingReason
-	}
 	if ev.Regarding.Kind == "" || ev.Regarding.Name == "" {
 		fatal |= ProblemMissingRegarding
 	}
@@ -98,11 +95,14 @@ func Sanitize(ev *Event, now time.Time) (repaired, fatal Problem) {
 		ev.Note = Truncate(ev.Note, MaxNoteBytes)
 		repaired |= ProblemLongNote
 	}
-	for _, f := range []*string{&ev.Reason, &ev.Action, &ev.ReportingInstance} {
+	for _, f := range [...]*string{&ev.Reason, &ev.Action, &ev.ReportingInstance} {
 		if len(*f) > MaxFieldBytes {
 			*f = Truncate(*f, MaxFieldBytes)
 			repaired |= ProblemLongField
 		}
+	}
+	if ev.Reason == "" {
+		fatal |= ProblemMissingReason
 	}
 	return repaired, fatal
 }
@@ -123,16 +123,18 @@ func isDNS1123Label(s string) bool {
 	return true
 }
 
-// Truncate cuts s to at most n bytes without splitting a UTF-8 sequence.
+// Truncate cuts s to at most n bytes without splitting a UTF-8 sequence;
+// where s is not UTF-8 at the cut, it cuts at n.
 func Truncate(s string, n int) string {
 	if len(s) <= n {
 		return s
 	}
-	i := n
-	for i > 0 && !utf8.RuneStart(s[i]) {
-		i--
+	for i := n; i >= 0 && i > n-utf8.UTFMax; i-- {
+		if utf8.RuneStart(s[i]) {
+			return s[:i]
+		}
 	}
-	return s[:i]
+	return s[:n]
 }
 
 // GenerateName names the Event object of one series or compressed event:

@@ -25,7 +25,7 @@ build() {
 	echo "kube: building $out/$name from $pkg (a cold build takes several minutes)"
 	# Build to a temporary name so an interrupted build leaves nothing behind
 	# that a later run would mistake for a finished binary.
-	(cd "$here" && GOWORK=off GOFLAGS=-mod=readonly CGO_ENABLED=0 \
+	(cd "$here" && GOWORK=off CGO_ENABLED=0 \
 		go build -trimpath -o "$out/$name.tmp" "$pkg")
 	mv -f "$out/$name.tmp" "$out/$name"
 }

@@ -1,0 +1,368 @@
+package k8sevent_test
+
+import (
+	"encoding/binary"
+	"math"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+	"unicode/utf8"
+
+	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/plog"
+
+	"github.com/k8sevents/otel-k8sevents/internal/k8sevent"
+)
+
+// contractKeys are the keys the codec reads; the fuzz input picks among
+// them, junkKeys, and raw strings.
+var contractKeys = []string{
+	k8sevent.AttrEventName, k8sevent.AttrEventUID, k8sevent.AttrReason, k8sevent.AttrAction,
+	k8sevent.AttrNamespace, k8sevent.AttrObjectKind, k8sevent.AttrObjectName, k8sevent.AttrObjectUID,
+	k8sevent.AttrObjectAPIVersion, k8sevent.AttrObjectFieldPath, k8sevent.AttrObjectResourceVer,
+	k8sevent.AttrSourceComponent, k8sevent.AttrNodeName, k8sevent.AttrReportingController,
+	k8sevent.AttrReportingInstance, k8sevent.AttrRelatedKind, k8sevent.AttrRelatedName,
+	k8sevent.AttrRelatedNamespace, k8sevent.AttrRelatedUID, k8sevent.AttrRelatedAPIVersion,
+	k8sevent.AttrRelatedFieldPath, k8sevent.AttrCount, k8sevent.AttrFirstTimestamp,
+	k8sevent.AttrLastTimestamp, k8sevent.AttrSeriesCount, k8sevent.AttrSeriesLastObserved,
+	k8sevent.AttrSeriesState, k8sevent.AttrAggregated, k8sevent.AttrEventNamespace,
+	k8sevent.AttrEventTime, k8sevent.AttrStartTime,
+}
+
+var junkKeys = []string{"", "k8s.pod.name", "k8s.event.reason ", "K8S.EVENT.REASON", "k8s.event", "log.iostream", "k8s.event.related.resource_version"}
+
+var severityTexts = []string{"", k8sevent.TypeNormal, k8sevent.TypeWarning, "warning", "Error", "INFO", "nOrMaL"}
+
+// fuzzReader hands out the fuzz input piece by piece; past its end every
+// read is zero.
+type fuzzReader struct{ b []byte }
+
+func (r *fuzzReader) byte() byte {
+	if len(r.b) == 0 {
+		return 0
+	}
+	c := r.b[0]
+	r.b = r.b[1:]
+	return c
+}
+
+func (r *fuzzReader) bytes(n int) []byte {
+	n = min(n, len(r.b))
+	out := r.b[:n:n]
+	r.b = r.b[n:]
+	return out
+}
+
+func (r *fuzzReader) u16() uint16 {
+	var buf [2]byte
+	copy(buf[:], r.bytes(2))
+	return binary.LittleEndian.Uint16(buf[:])
+}
+
+func (r *fuzzReader) u32() uint32 {
+	var buf [4]byte
+	copy(buf[:], r.bytes(4))
+	return binary.LittleEndian.Uint32(buf[:])
+}
+
+func (r *fuzzReader) u64() uint64 {
+	var buf [8]byte
+	copy(buf[:], r.bytes(8))
+	return binary.LittleEndian.Uint64(buf[:])
+}
+
+// str is a raw string of up to 255 bytes, possibly invalid UTF-8.
+func (r *fuzzReader) str() string { return string(r.bytes(int(r.byte()))) }
+
+// timeString is a time somewhere in years 0..~10000 in one of the layouts
+// the contract uses, at second, microsecond or nanosecond precision, in a
+// random fixed zone.
+func (r *fuzzReader) timeString() string {
+	const year = 365 * 24 * 3600
+	sec := int64(r.u64()%(10001*year)) - 1970*year
+	nsec := int64(r.u32() % 1e9)
+	switch r.byte() % 3 {
+	case 0:
+		nsec = 0
+	case 1:
+		nsec -= nsec % 1000
+	}
+	offMin := int(r.u16())%(2*24*60-1) - (24*60 - 1)
+	zone := "UTC"
+	switch r.byte() % 4 {
+	case 0:
+		offMin = 0
+	case 1:
+		zone = "" // String() then writes a numeric zone, e.g. "+0330"
+	case 2:
+		zone = "XYZ"
+	}
+	t := time.Unix(sec, nsec).In(time.FixedZone(zone, offMin*60))
+	switch r.byte() % 4 {
+	case 0:
+		return t.Format(time.RFC3339Nano)
+	case 1:
+		return t.Format(k8sevent.MicroTimeFormat)
+	case 2:
+		return t.String()
+	default:
+		return t.Format(time.RFC3339)
+	}
+}
+
+// putValue sets v to a value of a type the input picks.
+func (r *fuzzReader) putValue(v pcommon.Value) {
+	switch r.byte() % 12 {
+	case 0:
+		v.SetStr(r.str())
+	case 1, 2:
+		v.SetStr(r.timeString())
+	case 3:
+		v.SetInt(int64(r.u64()))
+	case 4:
+		v.SetInt(int64(r.byte()) - 100)
+	case 5:
+		v.SetDouble(math.Float64frombits(r.u64()))
+	case 6:
+		v.SetBool(r.byte()%2 == 1)
+	case 7:
+		v.SetEmptyBytes().FromRaw(r.bytes(int(r.byte() % 32)))
+	case 8:
+		m := v.SetEmptyMap()
+		m.PutStr(r.str(), r.str())
+		m.PutInt("n", int64(r.byte()))
+	case 9:
+		s := v.SetEmptySlice()
+		s.AppendEmpty().SetStr(r.str())
+		s.AppendEmpty().SetDouble(float64(r.byte()))
+	case 10:
+		v.SetStr(strconv.Itoa(int(r.u16()) - 1000))
+	default:
+		// leave empty
+	}
+}
+
+func (r *fuzzReader) putAttrs(m pcommon.Map, n int) {
+	for range n {
+		var key string
+		switch k := int(r.byte()); {
+		case k < len(contractKeys)*6: // mostly contract keys
+			key = contractKeys[k%len(contractKeys)]
+		case k < len(contractKeys)*6+len(junkKeys):
+			key = junkKeys[k-len(contractKeys)*6]
+		default:
+			key = r.str()
+		}
+		r.putValue(m.PutEmpty(key))
+	}
+}
+
+func (r *fuzzReader) setBody(v pcommon.Value) {
+	switch r.byte() % 8 {
+	case 0:
+		// empty body
+	case 1, 2:
+		v.SetStr(r.str())
+	case 3:
+		// Huge: up to ~320 KB of a repeated short piece (default multi-byte).
+		piece := r.str()
+		if piece == "" {
+			piece = "a€😀"
+		}
+		n := int(r.u16()) * 5
+		v.SetStr(strings.Repeat(piece, n/len(piece)+1)[:n])
+	case 4:
+		m := v.SetEmptyMap()
+		m.PutStr("msg", r.str())
+	case 5:
+		v.SetInt(int64(r.u64()))
+	case 6:
+		v.SetEmptyBytes().FromRaw(r.bytes(int(r.byte())))
+	default:
+		v.SetEmptySlice().AppendEmpty().SetStr(r.str())
+	}
+}
+
+// buildRecord turns fuzz input into a resource and a log record.
+func buildRecord(data []byte) (pcommon.Resource, plog.LogRecord) {
+	r := &fuzzReader{b: data}
+	res := pcommon.NewResource()
+	lr := plog.NewLogRecord()
+
+	flags := r.byte()
+	switch flags % 4 {
+	case 1: // a plausible time
+		base := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+		lr.SetTimestamp(pcommon.NewTimestampFromTime(base.Add(time.Duration(r.u32()) * time.Millisecond)))
+	case 2: // any 64-bit value
+		lr.SetTimestamp(pcommon.Timestamp(r.u64()))
+	}
+	lr.SetSeverityText(severityTexts[int(r.byte())%len(severityTexts)])
+	if flags&4 != 0 {
+		lr.SetSeverityText(r.str())
+	}
+	lr.SetSeverityNumber(plog.SeverityNumber(r.byte() % 26))
+	r.setBody(lr.Body())
+	r.putAttrs(res.Attributes(), int(r.byte()%8))
+	r.putAttrs(lr.Attributes(), int(r.byte()%32))
+	return res, lr
+}
+
+var fuzzNow = time.Date(2026, 3, 2, 0, 0, 0, 0, time.UTC)
+
+// strictKnownBugs: the bugs the fuzzer found are fixed; keep every property strict.
+const strictKnownBugs = true
+
+func FuzzDecode(f *testing.F) {
+	f.Add([]byte{})
+	f.Add([]byte{1, 2, 9, 1, 5, 'h', 'e', 'l', 'l', 'o', 0, 3, 2, 0, 3, 'B', 'a', 'd', 5, 0, 3, 'P', 'o', 'd', 6, 0, 3, 'w', 'e', 'b'})
+	f.Add([]byte{2, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 3, 13, 3, 0, 0xff, 0xff, 0, 4, 2, 1, 'x', 5, 6, 1, 'P', 6, 0, 1, 'p'})
+
+	f.Fuzz(func(t *testing.T, data []byte) {
+		res, lr := buildRecord(data)
+
+		// Never panics, with either option.
+		_, _, _ = k8sevent.Decode(res, lr, k8sevent.DecodeOptions{SkipTimes: true})
+		ev, _, found := k8sevent.Decode(res, lr, k8sevent.DecodeOptions{})
+		if !found {
+			return
+		}
+		noteWasValid := utf8.ValidString(ev.Note)
+		rawReason := ev.Reason
+
+		_, fatal := k8sevent.Sanitize(&ev, fuzzNow)
+		if fatal != 0 {
+			return
+		}
+		require.LessOrEqual(t, len(ev.Note), k8sevent.MaxNoteBytes)
+		require.Contains(t, []string{k8sevent.TypeNormal, k8sevent.TypeWarning}, ev.Type)
+		require.LessOrEqual(t, len(ev.Reason), k8sevent.MaxFieldBytes)
+		require.LessOrEqual(t, len(ev.Action), k8sevent.MaxFieldBytes)
+		require.LessOrEqual(t, len(ev.ReportingInstance), k8sevent.MaxFieldBytes)
+		if !knownEmptyReason(rawReason) {
+			require.NotEmpty(t, ev.Reason)
+		}
+		require.False(t, ev.Time.IsZero())
+		require.GreaterOrEqual(t, ev.Count, int64(0))
+		require.GreaterOrEqual(t, ev.SeriesCount, int64(0))
+		if noteWasValid {
+			require.True(t, utf8.ValidString(ev.Note), "note %q", ev.Note)
+		}
+
+		// Encode then decode again gives the same Event.
+		lr2 := plog.NewLogRecord()
+		k8sevent.Encode(&ev, lr2)
+		got, problems, found := k8sevent.Decode(pcommon.NewResource(), lr2, k8sevent.DecodeOptions{})
+		require.True(t, found)
+		known := knownRoundTripIssues(&ev)
+		if known == 0 {
+			require.Zero(t, problems, "problems %v re-decoding %v", problems, lr2.Attributes().AsRaw())
+		}
+		requireSameEvent(t, &ev, &got, known)
+
+		// And it needs no further repair.
+		repaired, fatal := k8sevent.Sanitize(&got, fuzzNow)
+		if known == 0 && !knownEmptyReason(rawReason) {
+			require.Zero(t, repaired, "repaired %v", repaired)
+			require.Zero(t, fatal, "fatal %v", fatal)
+		}
+	})
+}
+
+// knownEmptyReason: a reason over 128 bytes that is not valid UTF-8 can be
+// truncated to "" by Sanitize without being reported fatal (reported bug).
+func knownEmptyReason(raw string) bool {
+	return !strictKnownBugs && len(raw) > k8sevent.MaxFieldBytes && k8sevent.Truncate(raw, k8sevent.MaxFieldBytes) == ""
+}
+
+// Known round-trip deviations of the codec (reported bugs), per field.
+type roundTripIssue uint8
+
+const (
+	// The time is outside the years 0..9999 in UTC: Encode writes a string
+	// that time.Parse rejects (e.g. "10000-01-01T..."), so it is lost.
+	issueUnformattableTime roundTripIssue = 1 << iota
+	// Time is outside the int64-nanosecond range (before 1678 or after
+	// 2262): Encode writes a wrapped record timestamp.
+	issueTimeOutOfNanoRange
+)
+
+func unformattable(t time.Time) bool {
+	y := t.UTC().Year()
+	return !t.IsZero() && (y < 0 || y > 9999)
+}
+
+func outOfNanoRange(t time.Time) bool {
+	return t.Before(time.Unix(0, math.MinInt64)) || t.After(time.Unix(0, math.MaxInt64))
+}
+
+func knownRoundTripIssues(ev *k8sevent.Event) (issues roundTripIssue) {
+	if strictKnownBugs {
+		return 0
+	}
+	for _, tm := range []time.Time{ev.FirstTimestamp, ev.LastTimestamp, ev.EventTime, ev.SeriesLastObservedTime} {
+		if unformattable(tm) {
+			issues |= issueUnformattableTime
+		}
+	}
+	if outOfNanoRange(ev.Time) {
+		issues |= issueTimeOutOfNanoRange
+	}
+	return issues
+}
+
+func requireSameTime(t *testing.T, name string, want, got time.Time, micro bool) {
+	t.Helper()
+	if micro && !strictKnownBugs {
+		// Encode writes eventTime and series lastObservedTime at the
+		// µs precision of MicroTime; Decode keeps ns (reported bug).
+		want = want.Truncate(time.Microsecond)
+	}
+	require.True(t, want.Equal(got), "%s: want %v, got %v", name, want, got)
+}
+
+func requireSameEvent(t *testing.T, want, got *k8sevent.Event, known roundTripIssue) {
+	t.Helper()
+	require.Equal(t, want.Name, got.Name)
+	require.Equal(t, want.UID, got.UID)
+	// The own namespace is written only when it differs from the regarding
+	// object's (by design): compare what it resolves to.
+	require.Equal(t, want.ObjectNamespace(), got.ObjectNamespace())
+	if want.Namespace != want.Regarding.Namespace {
+		require.Equal(t, want.Namespace, got.Namespace)
+	}
+	require.Equal(t, want.Type, got.Type)
+	require.Equal(t, want.Reason, got.Reason)
+	require.Equal(t, want.Action, got.Action)
+	require.Equal(t, want.Note, got.Note)
+	require.Equal(t, want.Regarding, got.Regarding)
+	require.Equal(t, want.Related, got.Related)
+	require.Equal(t, want.ReportingController, got.ReportingController)
+	require.Equal(t, want.ReportingInstance, got.ReportingInstance)
+	require.Equal(t, want.SourceComponent, got.SourceComponent)
+	require.Equal(t, want.SourceHost, got.SourceHost)
+	require.Equal(t, want.Count, got.Count)
+	require.Equal(t, want.SeriesCount, got.SeriesCount)
+	require.Equal(t, want.SeriesState, got.SeriesState)
+	require.Equal(t, want.Aggregated, got.Aggregated)
+	if known&issueTimeOutOfNanoRange == 0 {
+		requireSameTime(t, "Time", want.Time, got.Time, false)
+	}
+	for _, f := range []struct {
+		name      string
+		want, got time.Time
+		micro     bool
+	}{
+		{"FirstTimestamp", want.FirstTimestamp, got.FirstTimestamp, false},
+		{"LastTimestamp", want.LastTimestamp, got.LastTimestamp, false},
+		{"EventTime", want.EventTime, got.EventTime, true},
+		{"SeriesLastObservedTime", want.SeriesLastObservedTime, got.SeriesLastObservedTime, true},
+	} {
+		if unformattable(f.want) && !strictKnownBugs {
+			continue
+		}
+		requireSameTime(t, f.name, f.want, f.got, f.micro)
+	}
+}
