@@ -1,0 +1,39 @@
+// Command gen writes the built-in storms as stream files:
+//
+//	go run ./internal/storm/gen testdata/streams
+//
+// Large streams are gzipped.
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+
+	"github.com/k8sevents/otel-k8sevents/internal/storm"
+)
+
+func main() {
+	if len(os.Args) != 2 {
+		fmt.Fprintln(os.Stderr, "usage: gen DIR")
+		os.Exit(2)
+	}
+	names := make([]string, 0, len(storm.Scenarios))
+	for name := range storm.Scenarios {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		occs := storm.Scenarios[name]()
+		path := filepath.Join(os.Args[1], name+".jsonl")
+		if len(occs) > 10_000 {
+			path += ".gz"
+		}
+		if err := storm.WriteFile(path, occs); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		fmt.Printf("%s: %d occurrences\n", path, len(occs))
+	}
+}
