@@ -1,0 +1,54 @@
+package eventseriesprocessor
+
+import (
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/confmap/confmaptest"
+)
+
+func loadConfig(t *testing.T, id string) *Config {
+	cm, err := confmaptest.LoadConf(filepath.Join("testdata", "config.yaml"))
+	require.NoError(t, err)
+	cfg := NewFactory().CreateDefaultConfig()
+	sub, err := cm.Sub(id)
+	require.NoError(t, err)
+	require.NoError(t, sub.Unmarshal(cfg))
+	return cfg.(*Config)
+}
+
+func TestLoadConfig(t *testing.T) {
+	assert.Equal(t, createDefaultConfig(), loadConfig(t, "eventseries"), "an empty section is the defaults")
+	require.NoError(t, createDefaultConfig().Validate())
+
+	got := loadConfig(t, "eventseries/legacy")
+	require.NoError(t, got.Validate())
+	want := createDefaultConfig()
+	want.Mode, want.TimeSource, want.MaxKeys, want.NonEventRecords = modeLegacy, timeEvent, 1000, recordsDrop
+	want.Series = SeriesConfig{FinishAfter: 2 * time.Minute, HeartbeatInterval: 10 * time.Minute}
+	want.Aggregation = AggregationConfig{Enabled: true, MaxEvents: 5, MaxInterval: time.Minute}
+	want.SpamFilter = SpamFilterConfig{Enabled: true, QPS: 0.1, Burst: 10, Key: []string{"source", "object", "type", "reason"}}
+	assert.Equal(t, want, got)
+}
+
+func TestValidateNamesEveryBadKey(t *testing.T) {
+	err := loadConfig(t, "eventseries/invalid").Validate()
+	require.Error(t, err)
+	for _, key := range []string{
+		`mode: "compressed"`, `time_source: "wall"`, "max_keys", `non_event_records: "keep"`,
+		"series.finish_after", "series.heartbeat_interval", "aggregation.max_events", "aggregation.max_interval",
+		"spam_filter.qps", "spam_filter.burst", `spam_filter.key: "node"`, `spam_filter.key: "source" twice`,
+	} {
+		assert.ErrorContains(t, err, key)
+	}
+}
+
+func TestDisabledPartsNeedNoSettings(t *testing.T) {
+	cfg := createDefaultConfig()
+	cfg.Aggregation = AggregationConfig{}
+	cfg.SpamFilter = SpamFilterConfig{}
+	assert.NoError(t, cfg.Validate())
+}
