@@ -212,9 +212,6 @@ func buildRecord(data []byte) (pcommon.Resource, plog.LogRecord) {
 
 var fuzzNow = time.Date(2026, 3, 2, 0, 0, 0, 0, time.UTC)
 
-// strictKnownBugs: the bugs the fuzzer found are fixed; keep every property strict.
-const strictKnownBugs = true
-
 func FuzzDecode(f *testing.F) {
 	f.Add([]byte{})
 	f.Add([]byte{1, 2, 9, 1, 5, 'h', 'e', 'l', 'l', 'o', 0, 3, 2, 0, 3, 'B', 'a', 'd', 5, 0, 3, 'P', 'o', 'd', 6, 0, 3, 'w', 'e', 'b'})
@@ -230,7 +227,6 @@ func FuzzDecode(f *testing.F) {
 			return
 		}
 		noteWasValid := utf8.ValidString(ev.Note)
-		rawReason := ev.Reason
 
 		_, fatal := k8sevent.Sanitize(&ev, fuzzNow)
 		if fatal != 0 {
@@ -241,9 +237,7 @@ func FuzzDecode(f *testing.F) {
 		require.LessOrEqual(t, len(ev.Reason), k8sevent.MaxFieldBytes)
 		require.LessOrEqual(t, len(ev.Action), k8sevent.MaxFieldBytes)
 		require.LessOrEqual(t, len(ev.ReportingInstance), k8sevent.MaxFieldBytes)
-		if !knownEmptyReason(rawReason) {
-			require.NotEmpty(t, ev.Reason)
-		}
+		require.NotEmpty(t, ev.Reason)
 		require.False(t, ev.Time.IsZero())
 		require.GreaterOrEqual(t, ev.Count, int64(0))
 		require.GreaterOrEqual(t, ev.SeriesCount, int64(0))
@@ -256,74 +250,22 @@ func FuzzDecode(f *testing.F) {
 		k8sevent.Encode(&ev, lr2)
 		got, problems, found := k8sevent.Decode(pcommon.NewResource(), lr2, k8sevent.DecodeOptions{})
 		require.True(t, found)
-		known := knownRoundTripIssues(&ev)
-		if known == 0 {
-			require.Zero(t, problems, "problems %v re-decoding %v", problems, lr2.Attributes().AsRaw())
-		}
-		requireSameEvent(t, &ev, &got, known)
+		require.Zero(t, problems, "problems %v re-decoding %v", problems, lr2.Attributes().AsRaw())
+		requireSameEvent(t, &ev, &got)
 
 		// And it needs no further repair.
 		repaired, fatal := k8sevent.Sanitize(&got, fuzzNow)
-		if known == 0 && !knownEmptyReason(rawReason) {
-			require.Zero(t, repaired, "repaired %v", repaired)
-			require.Zero(t, fatal, "fatal %v", fatal)
-		}
+		require.Zero(t, repaired, "repaired %v", repaired)
+		require.Zero(t, fatal, "fatal %v", fatal)
 	})
 }
 
-// knownEmptyReason: a reason over 128 bytes that is not valid UTF-8 can be
-// truncated to "" by Sanitize without being reported fatal (reported bug).
-func knownEmptyReason(raw string) bool {
-	return !strictKnownBugs && len(raw) > k8sevent.MaxFieldBytes && k8sevent.Truncate(raw, k8sevent.MaxFieldBytes) == ""
-}
-
-// Known round-trip deviations of the codec (reported bugs), per field.
-type roundTripIssue uint8
-
-const (
-	// The time is outside the years 0..9999 in UTC: Encode writes a string
-	// that time.Parse rejects (e.g. "10000-01-01T..."), so it is lost.
-	issueUnformattableTime roundTripIssue = 1 << iota
-	// Time is outside the int64-nanosecond range (before 1678 or after
-	// 2262): Encode writes a wrapped record timestamp.
-	issueTimeOutOfNanoRange
-)
-
-func unformattable(t time.Time) bool {
-	y := t.UTC().Year()
-	return !t.IsZero() && (y < 0 || y > 9999)
-}
-
-func outOfNanoRange(t time.Time) bool {
-	return t.Before(time.Unix(0, math.MinInt64)) || t.After(time.Unix(0, math.MaxInt64))
-}
-
-func knownRoundTripIssues(ev *k8sevent.Event) (issues roundTripIssue) {
-	if strictKnownBugs {
-		return 0
-	}
-	for _, tm := range []time.Time{ev.FirstTimestamp, ev.LastTimestamp, ev.EventTime, ev.SeriesLastObservedTime} {
-		if unformattable(tm) {
-			issues |= issueUnformattableTime
-		}
-	}
-	if outOfNanoRange(ev.Time) {
-		issues |= issueTimeOutOfNanoRange
-	}
-	return issues
-}
-
-func requireSameTime(t *testing.T, name string, want, got time.Time, micro bool) {
+func requireSameTime(t *testing.T, name string, want, got time.Time) {
 	t.Helper()
-	if micro && !strictKnownBugs {
-		// Encode writes eventTime and series lastObservedTime at the
-		// µs precision of MicroTime; Decode keeps ns (reported bug).
-		want = want.Truncate(time.Microsecond)
-	}
 	require.True(t, want.Equal(got), "%s: want %v, got %v", name, want, got)
 }
 
-func requireSameEvent(t *testing.T, want, got *k8sevent.Event, known roundTripIssue) {
+func requireSameEvent(t *testing.T, want, got *k8sevent.Event) {
 	t.Helper()
 	require.Equal(t, want.Name, got.Name)
 	require.Equal(t, want.UID, got.UID)
@@ -347,22 +289,9 @@ func requireSameEvent(t *testing.T, want, got *k8sevent.Event, known roundTripIs
 	require.Equal(t, want.SeriesCount, got.SeriesCount)
 	require.Equal(t, want.SeriesState, got.SeriesState)
 	require.Equal(t, want.Aggregated, got.Aggregated)
-	if known&issueTimeOutOfNanoRange == 0 {
-		requireSameTime(t, "Time", want.Time, got.Time, false)
-	}
-	for _, f := range []struct {
-		name      string
-		want, got time.Time
-		micro     bool
-	}{
-		{"FirstTimestamp", want.FirstTimestamp, got.FirstTimestamp, false},
-		{"LastTimestamp", want.LastTimestamp, got.LastTimestamp, false},
-		{"EventTime", want.EventTime, got.EventTime, true},
-		{"SeriesLastObservedTime", want.SeriesLastObservedTime, got.SeriesLastObservedTime, true},
-	} {
-		if unformattable(f.want) && !strictKnownBugs {
-			continue
-		}
-		requireSameTime(t, f.name, f.want, f.got, f.micro)
-	}
+	requireSameTime(t, "Time", want.Time, got.Time)
+	requireSameTime(t, "FirstTimestamp", want.FirstTimestamp, got.FirstTimestamp)
+	requireSameTime(t, "LastTimestamp", want.LastTimestamp, got.LastTimestamp)
+	requireSameTime(t, "EventTime", want.EventTime, got.EventTime)
+	requireSameTime(t, "SeriesLastObservedTime", want.SeriesLastObservedTime, got.SeriesLastObservedTime)
 }
