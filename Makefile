@@ -22,7 +22,7 @@ lint:
 
 ## bench: speed and memory next to client-go, and the write-count report per stream.
 bench:
-	$(GO) test -run XXX -bench 'ConsumeLogs|Churn' -benchtime 20000x -count 3 ./processor/eventseriesprocessor/
+	$(GO) test -run XXX -bench 'ConsumeLogs|Churn' -benchtime 1s -count 3 ./processor/eventseriesprocessor/
 	$(GO) test -run XXX -bench RetainedHeap -benchtime 2x ./processor/eventseriesprocessor/
 	$(GO) test -run TestWriteCountReport -count=1 -v ./processor/eventseriesprocessor/ | grep '^ *|'
 
