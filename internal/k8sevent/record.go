@@ -164,7 +164,9 @@ func DecodeRecord(lr plog.LogRecord, dst *Event, opts DecodeOptions) (problems P
 			dst.Type = TypeWarning
 		}
 	}
-	if ts := lr.Timestamp(); ts != 0 {
+	if ts := lr.Timestamp(); ts > maxTimestamp {
+		problems |= ProblemBadValue // past 2262: int64 nanoseconds cannot hold it
+	} else if ts != 0 {
 		dst.Time = ts.AsTime()
 	} else if !opts.SkipTimes {
 		dst.Time = dst.LatestTime()
@@ -287,11 +289,13 @@ var timeLayouts = [...]string{
 	"2006-01-02 15:04:05.999999999 -0700 -0700",
 }
 
-// Times outside what int64 nanoseconds hold cannot become record
-// timestamps, nor be formatted back as RFC 3339 in every case.
+// Times outside what int64 nanoseconds hold (1677-09-21 to 2262-04-11)
+// cannot become record timestamps, nor always be formatted back as RFC 3339:
+// a whole year of margin keeps µs truncation inside too.
 var (
-	minTime = time.Unix(0, math.MinInt64)
-	maxTime = time.Unix(0, math.MaxInt64)
+	minTime      = time.Date(1678, 1, 1, 0, 0, 0, 0, time.UTC)
+	maxTime      = time.Date(2262, 1, 1, 0, 0, 0, 0, time.UTC)
+	maxTimestamp = pcommon.NewTimestampFromTime(maxTime)
 )
 
 // decodeTime parses a time attribute; precision truncates it to what the

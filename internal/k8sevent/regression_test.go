@@ -80,3 +80,16 @@ func TestStartTimeInNumericZone(t *testing.T) {
 		assert.True(t, ev.FirstTimestamp.Equal(created), "%q -> %v", s, ev.FirstTimestamp)
 	}
 }
+
+// A reporting controller the API server refuses is dropped for the writer
+// to fill with its own (the exporter's reporting_controller).
+func TestSanitizeDropsAnInvalidReportingController(t *testing.T) {
+	ev := goodEvent()
+	ev.ReportingController = "!!"
+	repaired, fatal := k8sevent.Sanitize(&ev, now)
+	assert.Equal(t, k8sevent.ProblemBadController, repaired)
+	assert.Zero(t, fatal)
+	assert.Empty(t, ev.ReportingController)
+	ev.ReportingController = "k8sevents.io/exporter"
+	assert.NoError(t, k8sevent.Validate(&ev, k8sevent.APIEventsV1))
+}

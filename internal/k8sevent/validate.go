@@ -36,7 +36,8 @@ const (
 	ProblemLongNote
 	ProblemLongField
 	ProblemBadValue
-	problemEnd
+	ProblemBadController
+	ProblemNamespaceMismatch
 )
 
 // ProblemsFatal cannot be repaired: no valid Event can be made of the record.
@@ -45,6 +46,7 @@ const ProblemsFatal = ProblemMissingReason | ProblemMissingRegarding | ProblemBa
 var problemNames = [...]string{
 	"missing_reason", "missing_regarding", "bad_namespace", "negative_count",
 	"zero_time", "bad_type", "long_note", "long_field", "bad_value",
+	"bad_controller", "namespace_mismatch",
 }
 
 // Each calls f with the metric name of every problem in p.
@@ -64,14 +66,24 @@ func (p Problem) String() string {
 
 // Sanitize repairs what can be repaired in place (truncates long fields,
 // normalises the type, clamps negative counts, fills a zero time with the
-// latest time the Event records, else now) and reports what it repaired
-// and what is fatal.
+// latest time the Event records, else now, drops a reporting controller
+// the API server would refuse, puts the Event in the namespace its
+// regarding object allows) and reports what it repaired and what is fatal.
 func Sanitize(ev *Event, now time.Time) (repaired, fatal Problem) {
 	if ev.Regarding.Kind == "" || ev.Regarding.Name == "" {
 		fatal |= ProblemMissingRegarding
 	}
+	if ns := ev.Namespace; ns != "" && ns != ev.Regarding.Namespace &&
+		(ev.Regarding.Namespace != "" || ns != "default" && ns != "kube-system") {
+		ev.Namespace = "" // the regarding object's, or default
+		repaired |= ProblemNamespaceMismatch
+	}
 	if !isDNS1123Label(ev.ObjectNamespace()) {
 		fatal |= ProblemBadNamespace
+	}
+	if ev.ReportingController != "" && len(validation.IsQualifiedName(ev.ReportingController)) > 0 {
+		ev.ReportingController = "" // a writer fills its own
+		repaired |= ProblemBadController
 	}
 	if ev.Count < 0 || ev.SeriesCount < 0 {
 		ev.Count, ev.SeriesCount = max(ev.Count, 0), max(ev.SeriesCount, 0)

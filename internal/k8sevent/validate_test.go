@@ -46,7 +46,25 @@ func TestSanitize(t *testing.T) {
 		{name: "regarding without kind", mutate: func(e *k8sevent.Event) { e.Regarding.Kind = "" }, fatal: k8sevent.ProblemMissingRegarding},
 		{name: "regarding without name", mutate: func(e *k8sevent.Event) { e.Regarding.Name = "" }, fatal: k8sevent.ProblemMissingRegarding},
 		{name: "bad regarding namespace", mutate: func(e *k8sevent.Event) { e.Regarding.Namespace = "Bad_NS" }, fatal: k8sevent.ProblemBadNamespace},
-		{name: "bad own namespace", mutate: func(e *k8sevent.Event) { e.Namespace = "Bad_NS" }, fatal: k8sevent.ProblemBadNamespace},
+		// An Event lives where its regarding object allows: a different own
+		// namespace, valid or not, is replaced by the regarding object's.
+		{name: "bad own namespace", mutate: func(e *k8sevent.Event) { e.Namespace = "Bad_NS" }, repaired: k8sevent.ProblemNamespaceMismatch},
+		{name: "bad regarding namespace", mutate: func(e *k8sevent.Event) { e.Regarding.Namespace = "Bad_NS" }, fatal: k8sevent.ProblemBadNamespace},
+		{
+			name: "cluster-scoped object, event in another namespace",
+			mutate: func(e *k8sevent.Event) {
+				e.Regarding = k8sevent.ObjectRef{Kind: "Node", Name: "n1"}
+				e.Namespace = "ns"
+			},
+			repaired: k8sevent.ProblemNamespaceMismatch,
+		},
+		{
+			name: "cluster-scoped object, event in kube-system",
+			mutate: func(e *k8sevent.Event) {
+				e.Regarding = k8sevent.ObjectRef{Kind: "Node", Name: "n1"}
+				e.Namespace = "kube-system"
+			},
+		},
 		{
 			name:   "all fatal at once",
 			mutate: func(e *k8sevent.Event) { e.Reason, e.Regarding = "", k8sevent.ObjectRef{Namespace: "Bad_NS"} },

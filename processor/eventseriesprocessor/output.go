@@ -26,10 +26,25 @@ type output struct {
 
 // source identifies where the current output scope's records come from.
 type source struct {
-	rl, sl int // input ResourceLogs and ScopeLogs index; -1 for timer records
+	rl, sl  int  // input ResourceLogs and ScopeLogs index; -1 for timer records
+	emitted bool // records the processor wrote, not passed unchanged
 }
 
-var timerSource = source{rl: -1, sl: -1}
+var timerSource = source{rl: -1, sl: -1, emitted: true}
+
+// ownedKeys describe the one Event object a record writes: the processor
+// sets them on the records it emits, and they must not reach those records
+// from a resource the input shared (the codec reads the resource when the
+// record lacks a key).
+var ownedKeys = append([]string{k8sevent.AttrEventName, k8sevent.AttrEventNamespace}, stateKeys...)
+
+// stateKeys are the source object's uid and cumulative fields: they do not
+// describe the object an emitted record writes.
+var stateKeys = []string{
+	k8sevent.AttrEventUID, k8sevent.AttrSeriesState, k8sevent.AttrAggregated, k8sevent.AttrCount,
+	k8sevent.AttrFirstTimestamp, k8sevent.AttrLastTimestamp, k8sevent.AttrStartTime,
+	k8sevent.AttrSeriesCount, k8sevent.AttrSeriesLastObserved, k8sevent.AttrEventTime,
+}
 
 func (o *output) len() int {
 	if !o.started {
@@ -51,6 +66,12 @@ func (o *output) scope(src source, rl plog.ResourceLogs, sl plog.ScopeLogs) plog
 		outSL.Scope().SetName(metadata.ScopeName)
 	} else {
 		rl.Resource().CopyTo(outRL.Resource())
+		if src.emitted {
+			attrs := outRL.Resource().Attributes()
+			for _, k := range ownedKeys {
+				attrs.Remove(k)
+			}
+		}
 		outRL.SetSchemaUrl(rl.SchemaUrl())
 		sl.Scope().CopyTo(outSL.Scope())
 		outSL.SetSchemaUrl(sl.SchemaUrl())
@@ -69,6 +90,7 @@ func (o *output) pass(src source, rl plog.ResourceLogs, sl plog.ScopeLogs, lr pl
 func (o *output) emitInput(src source, rl plog.ResourceLogs, sl plog.ScopeLogs, lr plog.LogRecord,
 	em *engine.Emission, ev *k8sevent.Event, repaired k8sevent.Problem,
 ) {
+	src.emitted = true
 	dst := o.scope(src, rl, sl).AppendEmpty()
 	lr.CopyTo(dst)
 	attrs := dst.Attributes()
@@ -82,10 +104,16 @@ func (o *output) emitInput(src source, rl plog.ResourceLogs, sl plog.ScopeLogs, 
 	if repaired&k8sevent.ProblemZeroTime != 0 {
 		dst.SetTimestamp(pcommon.NewTimestampFromTime(ev.Time))
 	}
-	if repaired&k8sevent.ProblemLongField != 0 {
+	if repaired&(k8sevent.ProblemLongField|k8sevent.ProblemBadController) != 0 {
 		attrs.PutStr(k8sevent.AttrReason, ev.Reason)
 		putOrRemove(attrs, k8sevent.AttrAction, ev.Action)
 		putOrRemove(attrs, k8sevent.AttrReportingInstance, ev.ReportingInstance)
+		putOrRemove(attrs, k8sevent.AttrReportingController, ev.ReportingController)
+	}
+	if ev.Namespace == ev.Regarding.Namespace {
+		attrs.Remove(k8sevent.AttrEventNamespace)
+	} else {
+		putOrRemove(attrs, k8sevent.AttrEventNamespace, ev.Namespace)
 	}
 	o.annotate(dst, em)
 }
@@ -104,11 +132,7 @@ func (o *output) emitTimer(em *engine.Emission) {
 func (o *output) annotate(dst plog.LogRecord, em *engine.Emission) {
 	attrs := dst.Attributes()
 	attrs.PutStr(k8sevent.AttrEventName, em.Name)
-	// The source object's uid and cumulative fields do not describe the
-	// object this record writes.
-	for _, k := range []string{k8sevent.AttrEventUID, k8sevent.AttrSeriesState, k8sevent.AttrAggregated,
-		k8sevent.AttrCount, k8sevent.AttrFirstTimestamp, k8sevent.AttrLastTimestamp, k8sevent.AttrStartTime,
-		k8sevent.AttrSeriesCount, k8sevent.AttrSeriesLastObserved, k8sevent.AttrEventTime} {
+	for _, k := range stateKeys {
 		attrs.Remove(k)
 	}
 	if em.Note != "" {

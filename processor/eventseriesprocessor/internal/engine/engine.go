@@ -6,6 +6,8 @@ package engine
 
 import (
 	"fmt"
+	"math"
+	"strconv"
 	"time"
 
 	"github.com/hashicorp/golang-lru/v2/simplelru"
@@ -114,6 +116,7 @@ type Engine struct {
 	buf     []byte
 	spamBuf []byte
 	now     int64
+	made    uint64 // states made: part of each name, so that a name is never reused
 	out     []Emission
 	Stats   Stats
 }
@@ -162,7 +165,7 @@ func (e *Engine) Observe(ev *k8sevent.Event, now int64) []Emission {
 	if delta == 0 {
 		return e.out
 	}
-	e.Stats.Occurrences += delta
+	e.Stats.Occurrences = addCount(e.Stats.Occurrences, delta)
 	t := ev.Time.UnixNano()
 	if e.cfg.Legacy {
 		e.observeLegacy(ev, delta, t)
@@ -217,7 +220,7 @@ func (e *Engine) observeSeries(ev *k8sevent.Event, delta, t int64) {
 		e.touch(st, t)
 	}
 	before := st.count
-	st.count += delta
+	st.count = addCount(st.count, delta)
 	if before < 2 && st.count >= 2 {
 		e.Stats.SeriesStarted++
 	}
@@ -249,7 +252,7 @@ func (e *Engine) observeLegacy(ev *k8sevent.Event, delta, t int64) {
 	} else {
 		e.touch(st, t)
 	}
-	st.count += delta
+	st.count = addCount(st.count, delta)
 	if !e.emit(st, KindLegacy, ev, true) {
 		// Held back: flush the count once the event goes idle.
 		e.due.schedule(st, e.now+int64(e.cfg.FinishAfter))
@@ -293,8 +296,9 @@ func (a *aggregate) see(note string) {
 func (e *Engine) newState(l *layout, ev *k8sevent.Event, t int64) *state {
 	packed, keyLen := l.pack(e.buf, ev)
 	key := packed[:keyLen]
+	e.made++
 	st := &state{packed: packed, keyLen: keyLen, heapIdx: -1, first: t, last: t, seenAt: e.now,
-		name: k8sevent.GenerateName(ev.Regarding.Name, time.Unix(0, t), key)}
+		name: k8sevent.GenerateName(ev.Regarding.Name, time.Unix(0, t), key+strconv.FormatUint(e.made, 10))}
 	e.states.Add(key, st)
 	return st
 }
@@ -380,6 +384,14 @@ func (e *Engine) occurrences(ev *k8sevent.Event) int64 {
 	delta := total - *prev
 	*prev = total
 	return delta
+}
+
+// addCount adds occurrences, saturating: a count never wraps negative.
+func addCount(count, delta int64) int64 {
+	if count > math.MaxInt64-delta {
+		return math.MaxInt64
+	}
+	return count + delta
 }
 
 func (e *Engine) advance(now int64) {
