@@ -1,7 +1,6 @@
 package k8sevent_test
 
 import (
-	"encoding/binary"
 	"math"
 	"strconv"
 	"strings"
@@ -13,6 +12,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/plog"
 
+	"github.com/k8sevents/otel-k8sevents/internal/fuzzbytes"
 	"github.com/k8sevents/otel-k8sevents/internal/k8sevent"
 )
 
@@ -35,63 +35,28 @@ var junkKeys = []string{"", "k8s.pod.name", "k8s.event.reason ", "K8S.EVENT.REAS
 
 var severityTexts = []string{"", k8sevent.TypeNormal, k8sevent.TypeWarning, "warning", "Error", "INFO", "nOrMaL"}
 
-// fuzzReader hands out the fuzz input piece by piece; past its end every
-// read is zero.
-type fuzzReader struct{ b []byte }
-
-func (r *fuzzReader) byte() byte {
-	if len(r.b) == 0 {
-		return 0
-	}
-	c := r.b[0]
-	r.b = r.b[1:]
-	return c
-}
-
-func (r *fuzzReader) bytes(n int) []byte {
-	n = min(n, len(r.b))
-	out := r.b[:n:n]
-	r.b = r.b[n:]
-	return out
-}
-
-func (r *fuzzReader) u16() uint16 {
-	var buf [2]byte
-	copy(buf[:], r.bytes(2))
-	return binary.LittleEndian.Uint16(buf[:])
-}
-
-func (r *fuzzReader) u32() uint32 {
-	var buf [4]byte
-	copy(buf[:], r.bytes(4))
-	return binary.LittleEndian.Uint32(buf[:])
-}
-
-func (r *fuzzReader) u64() uint64 {
-	var buf [8]byte
-	copy(buf[:], r.bytes(8))
-	return binary.LittleEndian.Uint64(buf[:])
-}
+// fuzzReader reads the fuzz input; the methods below build from it.
+type fuzzReader struct{ *fuzzbytes.Reader }
 
 // str is a raw string of up to 255 bytes, possibly invalid UTF-8.
-func (r *fuzzReader) str() string { return string(r.bytes(int(r.byte()))) }
+func (r *fuzzReader) str() string { return string(r.Bytes(int(r.Byte()))) }
 
 // timeString is a time somewhere in years 0..~10000 in one of the layouts
 // the contract uses, at second, microsecond or nanosecond precision, in a
 // random fixed zone.
 func (r *fuzzReader) timeString() string {
 	const year = 365 * 24 * 3600
-	sec := int64(r.u64()%(10001*year)) - 1970*year
-	nsec := int64(r.u32() % 1e9)
-	switch r.byte() % 3 {
+	sec := int64(r.U64()%(10001*year)) - 1970*year
+	nsec := int64(r.U32() % 1e9)
+	switch r.Byte() % 3 {
 	case 0:
 		nsec = 0
 	case 1:
 		nsec -= nsec % 1000
 	}
-	offMin := int(r.u16())%(2*24*60-1) - (24*60 - 1)
+	offMin := int(r.U16())%(2*24*60-1) - (24*60 - 1)
 	zone := "UTC"
-	switch r.byte() % 4 {
+	switch r.Byte() % 4 {
 	case 0:
 		offMin = 0
 	case 1:
@@ -100,7 +65,7 @@ func (r *fuzzReader) timeString() string {
 		zone = "XYZ"
 	}
 	t := time.Unix(sec, nsec).In(time.FixedZone(zone, offMin*60))
-	switch r.byte() % 4 {
+	switch r.Byte() % 4 {
 	case 0:
 		return t.Format(time.RFC3339Nano)
 	case 1:
@@ -114,31 +79,31 @@ func (r *fuzzReader) timeString() string {
 
 // putValue sets v to a value of a type the input picks.
 func (r *fuzzReader) putValue(v pcommon.Value) {
-	switch r.byte() % 12 {
+	switch r.Byte() % 12 {
 	case 0:
 		v.SetStr(r.str())
 	case 1, 2:
 		v.SetStr(r.timeString())
 	case 3:
-		v.SetInt(int64(r.u64()))
+		v.SetInt(int64(r.U64()))
 	case 4:
-		v.SetInt(int64(r.byte()) - 100)
+		v.SetInt(int64(r.Byte()) - 100)
 	case 5:
-		v.SetDouble(math.Float64frombits(r.u64()))
+		v.SetDouble(math.Float64frombits(r.U64()))
 	case 6:
-		v.SetBool(r.byte()%2 == 1)
+		v.SetBool(r.Byte()%2 == 1)
 	case 7:
-		v.SetEmptyBytes().FromRaw(r.bytes(int(r.byte() % 32)))
+		v.SetEmptyBytes().FromRaw(r.Bytes(int(r.Byte() % 32)))
 	case 8:
 		m := v.SetEmptyMap()
 		m.PutStr(r.str(), r.str())
-		m.PutInt("n", int64(r.byte()))
+		m.PutInt("n", int64(r.Byte()))
 	case 9:
 		s := v.SetEmptySlice()
 		s.AppendEmpty().SetStr(r.str())
-		s.AppendEmpty().SetDouble(float64(r.byte()))
+		s.AppendEmpty().SetDouble(float64(r.Byte()))
 	case 10:
-		v.SetStr(strconv.Itoa(int(r.u16()) - 1000))
+		v.SetStr(strconv.Itoa(int(r.U16()) - 1000))
 	default:
 		// leave empty
 	}
@@ -147,7 +112,7 @@ func (r *fuzzReader) putValue(v pcommon.Value) {
 func (r *fuzzReader) putAttrs(m pcommon.Map, n int) {
 	for range n {
 		var key string
-		switch k := int(r.byte()); {
+		switch k := int(r.Byte()); {
 		case k < len(contractKeys)*6: // mostly contract keys
 			key = contractKeys[k%len(contractKeys)]
 		case k < len(contractKeys)*6+len(junkKeys):
@@ -160,7 +125,7 @@ func (r *fuzzReader) putAttrs(m pcommon.Map, n int) {
 }
 
 func (r *fuzzReader) setBody(v pcommon.Value) {
-	switch r.byte() % 8 {
+	switch r.Byte() % 8 {
 	case 0:
 		// empty body
 	case 1, 2:
@@ -171,15 +136,15 @@ func (r *fuzzReader) setBody(v pcommon.Value) {
 		if piece == "" {
 			piece = "a€😀"
 		}
-		n := int(r.u16()) * 5
+		n := int(r.U16()) * 5
 		v.SetStr(strings.Repeat(piece, n/len(piece)+1)[:n])
 	case 4:
 		m := v.SetEmptyMap()
 		m.PutStr("msg", r.str())
 	case 5:
-		v.SetInt(int64(r.u64()))
+		v.SetInt(int64(r.U64()))
 	case 6:
-		v.SetEmptyBytes().FromRaw(r.bytes(int(r.byte())))
+		v.SetEmptyBytes().FromRaw(r.Bytes(int(r.Byte())))
 	default:
 		v.SetEmptySlice().AppendEmpty().SetStr(r.str())
 	}
@@ -187,26 +152,26 @@ func (r *fuzzReader) setBody(v pcommon.Value) {
 
 // buildRecord turns fuzz input into a resource and a log record.
 func buildRecord(data []byte) (pcommon.Resource, plog.LogRecord) {
-	r := &fuzzReader{b: data}
+	r := &fuzzReader{fuzzbytes.New(data)}
 	res := pcommon.NewResource()
 	lr := plog.NewLogRecord()
 
-	flags := r.byte()
+	flags := r.Byte()
 	switch flags % 4 {
 	case 1: // a plausible time
 		base := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-		lr.SetTimestamp(pcommon.NewTimestampFromTime(base.Add(time.Duration(r.u32()) * time.Millisecond)))
+		lr.SetTimestamp(pcommon.NewTimestampFromTime(base.Add(time.Duration(r.U32()) * time.Millisecond)))
 	case 2: // any 64-bit value
-		lr.SetTimestamp(pcommon.Timestamp(r.u64()))
+		lr.SetTimestamp(pcommon.Timestamp(r.U64()))
 	}
-	lr.SetSeverityText(severityTexts[int(r.byte())%len(severityTexts)])
+	lr.SetSeverityText(severityTexts[int(r.Byte())%len(severityTexts)])
 	if flags&4 != 0 {
 		lr.SetSeverityText(r.str())
 	}
-	lr.SetSeverityNumber(plog.SeverityNumber(r.byte() % 26))
+	lr.SetSeverityNumber(plog.SeverityNumber(r.Byte() % 26))
 	r.setBody(lr.Body())
-	r.putAttrs(res.Attributes(), int(r.byte()%8))
-	r.putAttrs(lr.Attributes(), int(r.byte()%32))
+	r.putAttrs(res.Attributes(), int(r.Byte()%8))
+	r.putAttrs(lr.Attributes(), int(r.Byte()%32))
 	return res, lr
 }
 

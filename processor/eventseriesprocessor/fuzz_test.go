@@ -2,7 +2,6 @@ package eventseriesprocessor
 
 import (
 	"context"
-	"encoding/binary"
 	"math"
 	"strconv"
 	"strings"
@@ -14,6 +13,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/plog"
 	"k8s.io/apimachinery/pkg/util/validation"
 
+	"github.com/k8sevents/otel-k8sevents/internal/fuzzbytes"
 	"github.com/k8sevents/otel-k8sevents/internal/k8sevent"
 	"github.com/k8sevents/otel-k8sevents/processor/eventseriesprocessor/internal/metadata"
 )
@@ -95,30 +95,8 @@ var (
 	fuzzHeartbeats = []time.Duration{30 * time.Second, 5 * time.Minute, 30 * time.Minute, 2 * time.Hour}
 )
 
-// fuzzReader hands out the fuzz input byte by byte; past the end it reads zeros.
-type fuzzReader struct{ b []byte }
-
-func (r *fuzzReader) byte() byte {
-	if len(r.b) == 0 {
-		return 0
-	}
-	c := r.b[0]
-	r.b = r.b[1:]
-	return c
-}
-
-func (r *fuzzReader) bytes(n int) []byte {
-	n = min(n, len(r.b))
-	out := r.b[:n:n]
-	r.b = r.b[n:]
-	return out
-}
-
-func (r *fuzzReader) u64() uint64 {
-	var buf [8]byte
-	copy(buf[:], r.bytes(8))
-	return binary.LittleEndian.Uint64(buf[:])
-}
+// fuzzReader reads the fuzz input; the methods below build from it.
+type fuzzReader struct{ *fuzzbytes.Reader }
 
 // fuzzCase is one decoded fuzz input. Layout:
 //
@@ -141,9 +119,9 @@ type fuzzCase struct {
 }
 
 func newFuzzCase(data []byte) *fuzzCase {
-	r := &fuzzReader{b: data}
+	r := &fuzzReader{fuzzbytes.New(data)}
 	c := &fuzzCase{}
-	flags, keys, burst, spam, agg, timers := r.byte(), r.byte(), r.byte(), r.byte(), r.byte(), r.byte()
+	flags, keys, burst, spam, agg, timers := r.Byte(), r.Byte(), r.Byte(), r.Byte(), r.Byte(), r.Byte()
 	c.legacy, c.drop = flags&1 != 0, flags&2 != 0
 	c.noEvict, c.noSpam = flags&4 == 0, flags&8 != 0
 	c.processing = (timers>>4)&7 == 7
@@ -177,7 +155,7 @@ func newFuzzCase(data []byte) *fuzzCase {
 		}
 	}
 	g := &fuzzGen{r: r, cursor: t0, counts: map[string]int64{}}
-	for range 1 + int(r.byte()%6) {
+	for range 1 + int(r.Byte()%6) {
 		c.batches = append(c.batches, g.batch())
 	}
 	return c
@@ -196,9 +174,9 @@ type fuzzGen struct {
 func (g *fuzzGen) batch() plog.Logs {
 	r := g.r
 	ld := plog.NewLogs()
-	for range 1 + int(r.byte()%3) {
+	for range 1 + int(r.Byte()%3) {
 		rl := ld.ResourceLogs().AppendEmpty()
-		h := r.byte()
+		h := r.Byte()
 		res := rl.Resource().Attributes()
 		if h&4 != 0 { // contrib style: the regarding object on the resource
 			o := fuzzObjects[(h>>3)&3]
@@ -212,7 +190,7 @@ func (g *fuzzGen) batch() plog.Logs {
 			g.attr(res)
 		}
 		for range 1 + int(h>>5&1) {
-			s := r.byte()
+			s := r.Byte()
 			sl := rl.ScopeLogs().AppendEmpty()
 			sl.Scope().SetName(fuzzScopes[(s>>3)&3])
 			for range int(s&7) % 5 {
@@ -225,7 +203,7 @@ func (g *fuzzGen) batch() plog.Logs {
 
 func (g *fuzzGen) record(lr plog.LogRecord, objectOnResource bool) {
 	r := g.r
-	r0, r1, r2 := r.byte(), r.byte(), r.byte()
+	r0, r1, r2 := r.Byte(), r.Byte(), r.Byte()
 	o := fuzzObjects[r0&3]
 	ev := k8sevent.Event{
 		Type: k8sevent.TypeNormal, Reason: fuzzReasons[(r0>>2)&3], Action: "Sync",
@@ -280,18 +258,18 @@ func (g *fuzzGen) record(lr plog.LogRecord, objectOnResource bool) {
 	case 1:
 		ts = g.prevTS
 	case 2:
-		g.cursor = g.cursor.Add(time.Duration(1+int(r.byte())) * time.Second)
+		g.cursor = g.cursor.Add(time.Duration(1+int(r.Byte())) * time.Second)
 	case 3:
-		g.cursor = g.cursor.Add(time.Duration(1+int(r.byte()%8)) * time.Hour)
+		g.cursor = g.cursor.Add(time.Duration(1+int(r.Byte()%8)) * time.Hour)
 	case 4: // out of order
-		g.cursor = g.cursor.Add(-time.Duration(1+int(r.byte())) * time.Second)
+		g.cursor = g.cursor.Add(-time.Duration(1+int(r.Byte())) * time.Second)
 	case 5:
-		g.cursor = g.cursor.Add(-time.Duration(1+int(r.byte()%4)) * time.Hour)
+		g.cursor = g.cursor.Add(-time.Duration(1+int(r.Byte()%4)) * time.Hour)
 	case 6:
-		g.cursor = g.cursor.Add(time.Duration(r.byte()) * time.Millisecond)
+		g.cursor = g.cursor.Add(time.Duration(r.Byte()) * time.Millisecond)
 	case 7:
-		if a := r.byte(); a == 255 {
-			ts = pcommon.Timestamp(r.u64()) // anything, even past 2262
+		if a := r.Byte(); a == 255 {
+			ts = pcommon.Timestamp(r.U64()) // anything, even past 2262
 		} else {
 			g.cursor = g.cursor.Add(time.Duration(a) * 24 * time.Hour)
 		}
@@ -306,7 +284,7 @@ func (g *fuzzGen) record(lr plog.LogRecord, objectOnResource bool) {
 
 	if r1&16 != 0 && g.huge < 4 { // huge body, up to ~200 KB; a few per input to stay fast
 		g.huge++
-		n := (int(r.byte()) + 1) * 800
+		n := (int(r.Byte()) + 1) * 800
 		piece := "x"
 		if n%1600 == 0 {
 			piece = "é"
@@ -327,7 +305,7 @@ func (g *fuzzGen) record(lr plog.LogRecord, objectOnResource bool) {
 // putCount writes a cumulative count for an Event object named by uid or name.
 func (g *fuzzGen) putCount(attrs pcommon.Map) {
 	r := g.r
-	c, a := r.byte(), int64(r.byte())
+	c, a := r.Byte(), int64(r.Byte())
 	id := fuzzEventName
 	if c&3 < 3 {
 		id = fuzzUIDs[c&3]
@@ -372,7 +350,7 @@ func (g *fuzzGen) putCount(attrs pcommon.Map) {
 // attr puts one attribute: mostly a contract key, a value of any type.
 func (g *fuzzGen) attr(m pcommon.Map) {
 	r := g.r
-	kb, vb := int(r.byte()), r.byte()
+	kb, vb := int(r.Byte()), r.Byte()
 	key := fuzzContractKeys[kb%len(fuzzContractKeys)]
 	if kb >= 192 {
 		key = fuzzJunkKeys[kb%len(fuzzJunkKeys)]
@@ -383,10 +361,10 @@ func (g *fuzzGen) attr(m pcommon.Map) {
 	case 0, 1:
 		v.SetStr(fuzzStrings[sel%len(fuzzStrings)])
 	case 2:
-		v.SetStr(string(r.bytes(int(r.byte()))))
+		v.SetStr(string(r.Bytes(int(r.Byte()))))
 	case 3:
 		if sel%8 == 7 {
-			v.SetInt(int64(r.byte()))
+			v.SetInt(int64(r.Byte()))
 		} else {
 			v.SetInt([]int64{0, 1, 2, -1, math.MaxInt64, math.MinInt64, 1 << 40}[sel%8])
 		}
@@ -396,7 +374,7 @@ func (g *fuzzGen) attr(m pcommon.Map) {
 		if sel%2 == 0 {
 			v.SetBool(sel%4 == 0)
 		} else {
-			v.SetEmptyBytes().FromRaw(r.bytes(int(r.byte() % 16)))
+			v.SetEmptyBytes().FromRaw(r.Bytes(int(r.Byte() % 16)))
 		}
 	case 6:
 		mm := v.SetEmptyMap()
