@@ -1,0 +1,160 @@
+package k8seventsreceiver // import "github.com/k8sevents/otel-k8sevents/receiver/k8seventsreceiver"
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"go.opentelemetry.io/collector/component"
+	"go.opentelemetry.io/collector/consumer"
+	"go.opentelemetry.io/collector/extension/xextension/storage"
+	"go.opentelemetry.io/collector/receiver"
+	"go.uber.org/zap"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/k8sevents/otel-k8sevents/receiver/k8seventsreceiver/internal/metadata"
+)
+
+// leaderElector is the contrib k8s_leader_elector extension's interface,
+// declared here so that the receiver does not depend on its module.
+type leaderElector interface {
+	SetCallBackFuncs(onStartLeading func(context.Context), onStopLeading func())
+}
+
+type k8seventsReceiver struct {
+	cfg       *Config
+	set       receiver.Settings
+	next      consumer.Logs
+	telemetry *metadata.TelemetryBuilder
+	client    kubernetes.Interface
+	store     storage.Client
+
+	mu       sync.Mutex // guards cancel and watchers: leader callbacks come from another goroutine
+	cancel   context.CancelFunc
+	watchers []*watcher
+	wg       sync.WaitGroup
+}
+
+func newReceiver(set receiver.Settings, cfg *Config, next consumer.Logs) (*k8seventsReceiver, error) {
+	tb, err := metadata.NewTelemetryBuilder(set.TelemetrySettings)
+	if err != nil {
+		return nil, fmt.Errorf("k8sevents telemetry: %w", err)
+	}
+	return &k8seventsReceiver{cfg: cfg, set: set, next: next, telemetry: tb}, nil
+}
+
+func (r *k8seventsReceiver) Start(ctx context.Context, host component.Host) error {
+	if r.client == nil {
+		cs, err := r.cfg.Clientset(0, 0)
+		if err != nil {
+			return fmt.Errorf("k8sevents: %w", err)
+		}
+		r.client = cs
+	}
+	if r.cfg.Storage != nil {
+		ext, ok := host.GetExtensions()[*r.cfg.Storage].(storage.Extension)
+		if !ok {
+			return fmt.Errorf("k8sevents: storage %q is not a storage extension in this collector", r.cfg.Storage)
+		}
+		client, err := ext.GetClient(ctx, component.KindReceiver, r.set.ID, "")
+		if err != nil {
+			return fmt.Errorf("k8sevents: storage %q: %w", r.cfg.Storage, err)
+		}
+		r.store = client
+	}
+	if r.cfg.K8sLeaderElector == nil {
+		r.startWatching(context.Background())
+		return nil
+	}
+	elector, ok := host.GetExtensions()[*r.cfg.K8sLeaderElector].(leaderElector)
+	if !ok {
+		return fmt.Errorf("k8sevents: k8s_leader_elector %q is not a leader elector extension in this collector", r.cfg.K8sLeaderElector)
+	}
+	elector.SetCallBackFuncs(r.startWatching, r.stopWatching)
+	return nil
+}
+
+// startWatching starts one watch per namespace (one for all when none is
+// listed); as leader, ctx ends when leadership does.
+func (r *k8seventsReceiver) startWatching(ctx context.Context) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.cancel != nil {
+		return
+	}
+	ctx, r.cancel = context.WithCancel(ctx)
+	namespaces := r.cfg.Namespaces
+	if len(namespaces) == 0 {
+		namespaces = []string{""}
+	}
+	r.watchers = r.watchers[:0]
+	for _, ns := range namespaces {
+		w := &watcher{
+			ns: ns, fieldSelector: r.fieldSelector(), cfg: r.cfg,
+			api: newEventAPI(r.client, r.cfg.API), next: r.next,
+			logger: r.set.Logger, telemetry: r.telemetry, clock: time.Now,
+		}
+		if r.store != nil {
+			w.store = r.store
+		}
+		r.watchers = append(r.watchers, w)
+		r.wg.Add(1)
+		go func() {
+			defer r.wg.Done()
+			w.run(ctx)
+		}()
+	}
+	r.set.Logger.Info("Watching events", zap.Strings("namespaces", namespaces), zap.String("api", r.cfg.API))
+}
+
+// watching reports whether this receiver watches, every watch established.
+func (r *k8seventsReceiver) watching() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.cancel == nil {
+		return false
+	}
+	for _, w := range r.watchers {
+		if !w.established.Load() {
+			return false
+		}
+	}
+	return true
+}
+
+// stopWatching stops every watch and waits until each saved its checkpoint.
+func (r *k8seventsReceiver) stopWatching() {
+	r.mu.Lock()
+	cancel := r.cancel
+	r.cancel = nil
+	r.mu.Unlock()
+	if cancel != nil {
+		cancel()
+	}
+	r.wg.Wait()
+}
+
+// fieldSelector is the configured one plus the excluded namespaces.
+func (r *k8seventsReceiver) fieldSelector() string {
+	parts := []string{}
+	if r.cfg.FieldSelector != "" {
+		parts = append(parts, r.cfg.FieldSelector)
+	}
+	for _, ns := range r.cfg.ExcludeNamespaces {
+		parts = append(parts, "metadata.namespace!="+ns)
+	}
+	return strings.Join(parts, ",")
+}
+
+func (r *k8seventsReceiver) Shutdown(ctx context.Context) error {
+	r.stopWatching()
+	r.telemetry.Shutdown()
+	if r.store != nil {
+		if err := r.store.Close(ctx); err != nil {
+			return fmt.Errorf("k8sevents: close storage: %w", err)
+		}
+	}
+	return nil
+}

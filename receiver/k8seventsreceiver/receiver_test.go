@@ -1,0 +1,115 @@
+package k8seventsreceiver
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/k8sevents/otel-k8sevents/internal/k8sevent"
+)
+
+// TestOnAPIServer runs the receiver against one real kube-apiserver; each
+// subtest works in namespaces of its own.
+func TestOnAPIServer(t *testing.T) {
+	r := newRig(t)
+
+	t.Run("core/v1 event patched 5 times gives counts 1..6", func(t *testing.T) {
+		r.namespace(t, "patched")
+		rcv, sink := r.start(t, host{}, func(c *Config) { c.API = k8sevent.APICoreV1; c.Namespaces = []string{"patched"} })
+		watching(t, rcv)
+		rec := r.coreRecorder(t, "kubelet")
+		p := pod("patched", "web-1")
+		for range 6 {
+			rec.Event(p, corev1.EventTypeWarning, "BackOff", "Back-off restarting failed container")
+		}
+		waitReceived(t, sink, 6)
+		got := settle(t, sink)
+		require.Len(t, got, 6)
+		for i, ev := range got {
+			assert.Equal(t, int64(i+1), ev.Count, "record %d", i)
+			assert.Equal(t, got[0].UID, ev.UID, "one Event object, patched")
+			assert.Equal(t, "BackOff", ev.Reason)
+			assert.Equal(t, "web-1", ev.Regarding.Name)
+			assert.Equal(t, "kubelet", ev.SourceComponent)
+			assert.Equal(t, "node-1", ev.SourceHost)
+			assert.Equal(t, k8sevent.TypeWarning, ev.Type)
+			assert.False(t, ev.Time.IsZero())
+		}
+	})
+
+	t.Run("both APIs see a tools/events recorder's event", func(t *testing.T) {
+		r.namespace(t, "both")
+		// One receiver per API, then one event: each sees the same object.
+		rcvNew, sinkNew := r.start(t, host{}, func(c *Config) { c.API = k8sevent.APIEventsV1; c.Namespaces = []string{"both"} })
+		rcvOld, sinkOld := r.start(t, host{}, func(c *Config) { c.API = k8sevent.APICoreV1; c.Namespaces = []string{"both"} })
+		watching(t, rcvNew)
+		watching(t, rcvOld)
+		rec := r.eventsRecorder(t, "example.com/controller")
+		rec.Eventf(pod("both", "web-2"), pod("both", "web-3"), corev1.EventTypeNormal, "Scaled", "Scale", "scaled %d", 3)
+		a, b := waitReceived(t, sinkNew, 1)[0], waitReceived(t, sinkOld, 1)[0]
+		for _, ev := range []k8sevent.Event{a, b} {
+			assert.Equal(t, "Scaled", ev.Reason)
+			assert.Equal(t, "Scale", ev.Action)
+			assert.Equal(t, "scaled 3", ev.Note)
+			assert.Equal(t, "web-2", ev.Regarding.Name)
+			assert.Equal(t, "web-3", ev.Related.Name)
+			assert.Equal(t, "example.com/controller", ev.ReportingController)
+			assert.False(t, ev.EventTime.IsZero())
+		}
+		assert.Equal(t, a.UID, b.UID, "the same object through either API")
+		assert.Equal(t, a.Name, b.Name)
+	})
+
+	t.Run("namespaces, exclusions and field selector", func(t *testing.T) {
+		for _, ns := range []string{"ns-a", "ns-b", "ns-c"} {
+			r.namespace(t, ns)
+		}
+		rcvIn, sinkIn := r.start(t, host{}, func(c *Config) { c.API = k8sevent.APICoreV1; c.Namespaces = []string{"ns-a", "ns-b"} })
+		rcvEx, sinkEx := r.start(t, host{}, func(c *Config) {
+			c.API = k8sevent.APICoreV1
+			c.ExcludeNamespaces = []string{"ns-b", "ns-c", "patched", "both", "default", "kube-system"}
+		})
+		rcvWarn, sinkWarn := r.start(t, host{}, func(c *Config) {
+			c.Namespaces, c.FieldSelector = []string{"ns-a", "ns-b", "ns-c"}, "type=Warning"
+		})
+		for _, rcv := range []*k8seventsReceiver{rcvIn, rcvEx, rcvWarn} {
+			watching(t, rcv)
+		}
+		rec := r.coreRecorder(t, "kubelet")
+		for _, ns := range []string{"ns-a", "ns-b", "ns-c"} {
+			rec.Event(pod(ns, "p"), corev1.EventTypeNormal, "Pulled", "pulled")
+			rec.Event(pod(ns, "p"), corev1.EventTypeWarning, "Failed", "failed")
+		}
+		waitReceived(t, sinkIn, 4)
+		waitReceived(t, sinkEx, 2)
+		waitReceived(t, sinkWarn, 3)
+		nsOf := func(evs []k8sevent.Event) map[string]int {
+			out := map[string]int{}
+			for _, ev := range evs {
+				out[ev.Regarding.Namespace+"/"+ev.Type]++
+			}
+			return out
+		}
+		assert.Equal(t, map[string]int{"ns-a/Normal": 1, "ns-a/Warning": 1, "ns-b/Normal": 1, "ns-b/Warning": 1}, nsOf(settle(t, sinkIn)))
+		assert.Equal(t, map[string]int{"ns-a/Normal": 1, "ns-a/Warning": 1}, nsOf(settle(t, sinkEx)))
+		assert.Equal(t, map[string]int{"ns-a/Warning": 1, "ns-b/Warning": 1, "ns-c/Warning": 1}, nsOf(settle(t, sinkWarn)))
+	})
+
+	t.Run("initial all and none", func(t *testing.T) {
+		r.namespace(t, "initial")
+		r.createEvents(t, "initial", "before", 5)
+		rcvAll, sinkAll := r.start(t, host{}, func(c *Config) { c.Namespaces, c.Initial = []string{"initial"}, initialAll })
+		rcvNone, sinkNone := r.start(t, host{}, func(c *Config) { c.Namespaces = []string{"initial"} })
+		watching(t, rcvAll)
+		watching(t, rcvNone)
+		r.createEvents(t, "initial", "after", 3)
+		assert.Len(t, waitReceived(t, sinkAll, 8), 8)
+		assert.Len(t, waitReceived(t, sinkNone, 3), 3)
+		assert.Len(t, settle(t, sinkAll), 8, "existing events once, then the new ones")
+		none := settle(t, sinkNone)
+		require.Len(t, none, 3)
+		assert.Equal(t, []string{"after-0", "after-1", "after-2"}, names(none))
+	})
+}

@@ -1,0 +1,300 @@
+package k8seventsreceiver // import "github.com/k8sevents/otel-k8sevents/receiver/k8seventsreceiver"
+
+import (
+	"context"
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	"go.opentelemetry.io/collector/consumer"
+	"go.opentelemetry.io/collector/consumer/consumererror"
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/plog"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
+	"go.uber.org/zap"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
+
+	"github.com/k8sevents/otel-k8sevents/internal/k8sevent"
+	"github.com/k8sevents/otel-k8sevents/receiver/k8seventsreceiver/internal/metadata"
+)
+
+const (
+	// checkpointInterval is how often a watch saves where it is; it also
+	// saves at every bookmark and when it stops.
+	checkpointInterval = time.Second
+	maxBackoff         = 30 * time.Second
+	recentSize         = 4096
+)
+
+// checkpoints keep a watch's resume state across restarts and leaders.
+type checkpoints interface {
+	Get(ctx context.Context, key string) ([]byte, error)
+	Set(ctx context.Context, key string, value []byte) error
+}
+
+// watcher lists and watches the Events of one namespace (or all) and emits
+// one record per ADDED or MODIFIED object: no cache of the objects, only
+// the bounded resume state.
+type watcher struct {
+	ns            string
+	fieldSelector string
+	cfg           *Config
+	api           eventAPI
+	next          consumer.Logs
+	logger        *zap.Logger
+	telemetry     *metadata.TelemetryBuilder
+	store         checkpoints // nil: no storage
+	clock         func() time.Time
+
+	state       *resume
+	expired     bool // the resourceVersion is gone (410): list again
+	savedAt     time.Time
+	established atomic.Bool // a watch has been open at least once
+}
+
+func (w *watcher) checkpointKey() string { return "checkpoint/" + w.ns }
+
+// run watches until ctx ends, then saves its checkpoint.
+func (w *watcher) run(ctx context.Context) {
+	w.state = newResume(recentSize)
+	w.load(ctx)
+	backoff := time.Second
+	for ctx.Err() == nil {
+		err := w.cycle(ctx)
+		if err == nil {
+			backoff = time.Second
+			continue
+		}
+		if ctx.Err() != nil {
+			break
+		}
+		w.logger.Warn("Watching events failed; retrying", zap.String("namespace", w.ns), zap.Duration("after", backoff), zap.Error(err))
+		w.count(w.telemetry.ReceiverK8seventsWatchRestarts, 1)
+		if !sleep(ctx, backoff) {
+			break
+		}
+		backoff = min(2*backoff, maxBackoff)
+	}
+	w.save(context.WithoutCancel(ctx))
+}
+
+// cycle lists when it must, then watches until the watch ends.
+func (w *watcher) cycle(ctx context.Context) error {
+	if w.state.ResourceVersion == "" || w.expired {
+		if err := w.relist(ctx); err != nil {
+			return err
+		}
+	}
+	wi, err := w.api.watch(ctx, w.ns, metav1.ListOptions{
+		FieldSelector: w.fieldSelector, ResourceVersion: w.state.ResourceVersion, AllowWatchBookmarks: true,
+	})
+	if isExpired(err) {
+		w.expired = true
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	defer wi.Stop()
+	w.established.Store(true)
+	idle := time.NewTimer(w.cfg.WatchIdleTimeout)
+	defer idle.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-idle.C:
+			w.logger.Info("Watch idle; restarting it", zap.String("namespace", w.ns), zap.Duration("idle", w.cfg.WatchIdleTimeout))
+			w.count(w.telemetry.ReceiverK8seventsWatchRestarts, 1)
+			return nil
+		case e, ok := <-wi.ResultChan():
+			if !ok {
+				w.count(w.telemetry.ReceiverK8seventsWatchRestarts, 1)
+				return nil
+			}
+			idle.Reset(w.cfg.WatchIdleTimeout)
+			w.count(w.telemetry.ReceiverK8seventsEventsReceived, 1, attribute.String("type", typeName(e.Type)))
+			if done, err := w.handle(ctx, e); done || err != nil {
+				return err
+			}
+		}
+	}
+}
+
+// handle takes one watch event; done: the watch must end.
+func (w *watcher) handle(ctx context.Context, e watch.Event) (done bool, err error) {
+	switch e.Type {
+	case watch.Added, watch.Modified:
+		item, ok := fromWatch(e.Object)
+		if !ok {
+			return false, nil
+		}
+		if err := w.emit(ctx, []listed{item}); err != nil {
+			return true, err
+		}
+		w.state.ResourceVersion = item.resourceVersion
+	case watch.Deleted, watch.Bookmark: // an Event's TTL ran out: nothing occurred
+		if rv := resourceVersionOf(e.Object); rv != "" {
+			w.state.ResourceVersion = rv
+		}
+		if e.Type == watch.Bookmark {
+			w.save(ctx)
+		}
+	case watch.Error:
+		status := apierrors.FromObject(e.Object)
+		if isExpired(status) {
+			w.expired = true
+			return true, nil
+		}
+		return true, fmt.Errorf("watch events in %q: %w", w.ns, status)
+	}
+	if w.clock().Sub(w.savedAt) >= checkpointInterval {
+		w.save(ctx)
+	}
+	return false, nil
+}
+
+// relist lists the Events: the first time per the initial setting, after a
+// 410 emitting only what the resume state has not seen.
+func (w *watcher) relist(ctx context.Context) error {
+	fresh := w.state.ResourceVersion == ""
+	opts := metav1.ListOptions{FieldSelector: w.fieldSelector, Limit: w.cfg.ListPageSize}
+	if fresh && w.cfg.Initial == initialNone {
+		opts.Limit = 1 // only the list's resourceVersion is wanted
+		_, rv, _, err := w.api.list(ctx, w.ns, opts)
+		if err != nil {
+			return err
+		}
+		w.state.ResourceVersion, w.expired = rv, false
+		w.save(ctx)
+		return nil
+	}
+	if !fresh {
+		w.count(w.telemetry.ReceiverK8seventsRelists, 1)
+		w.logger.Info("Watch resourceVersion expired; listing again", zap.String("namespace", w.ns))
+	}
+	for {
+		items, rv, cont, err := w.api.list(ctx, w.ns, opts)
+		if err != nil {
+			return err
+		}
+		w.count(w.telemetry.ReceiverK8seventsEventsReceived, int64(len(items)), attribute.String("type", "listed"))
+		out := items[:0]
+		for _, it := range items {
+			if fresh || w.state.emitAfterRelist(it.ev.UID, it.resourceVersion, it.ev.Time) {
+				out = append(out, it)
+			}
+		}
+		if err := w.emit(ctx, out); err != nil {
+			return err
+		}
+		if cont == "" {
+			w.state.ResourceVersion, w.expired = rv, false
+			w.save(ctx)
+			return nil
+		}
+		opts.Continue = cont
+	}
+}
+
+// emit sends one record per item and retries until the pipeline takes
+// them (or refuses them for good): the resume state moves on only then.
+func (w *watcher) emit(ctx context.Context, items []listed) error {
+	if len(items) == 0 {
+		return nil
+	}
+	ld := plog.NewLogs()
+	sl := ld.ResourceLogs().AppendEmpty().ScopeLogs().AppendEmpty()
+	sl.Scope().SetName(metadata.ScopeName)
+	now := w.clock()
+	for i := range items {
+		lr := sl.LogRecords().AppendEmpty()
+		k8sevent.Encode(&items[i].ev, lr)
+		lr.SetObservedTimestamp(pcommon.NewTimestampFromTime(now))
+		if !items[i].ev.Time.IsZero() {
+			w.telemetry.ReceiverK8seventsEmitLag.Record(ctx, now.Sub(items[i].ev.Time).Seconds())
+		}
+	}
+	for backoff := 100 * time.Millisecond; ; backoff = min(2*backoff, maxBackoff) {
+		err := w.next.ConsumeLogs(ctx, ld)
+		if err == nil {
+			break
+		}
+		if consumererror.IsPermanent(err) {
+			w.logger.Error("Pipeline refused event records for good; dropped", zap.Int("records", len(items)), zap.Error(err))
+			break
+		}
+		if !sleep(ctx, backoff) {
+			return fmt.Errorf("emit %d event records: %w", len(items), err)
+		}
+	}
+	for i := range items {
+		w.state.emitted(items[i].ev.UID, items[i].resourceVersion, items[i].ev.Time)
+	}
+	return nil
+}
+
+func (w *watcher) load(ctx context.Context) {
+	if w.store == nil {
+		return
+	}
+	b, err := w.store.Get(ctx, w.checkpointKey())
+	if err == nil && len(b) > 0 {
+		err = w.state.unmarshal(b)
+	}
+	if err != nil {
+		w.logger.Warn("Cannot read the checkpoint; starting without it", zap.String("namespace", w.ns), zap.Error(err))
+	}
+}
+
+func (w *watcher) save(ctx context.Context) {
+	if w.store == nil || w.state.ResourceVersion == "" {
+		return
+	}
+	w.savedAt = w.clock()
+	b, err := w.state.marshal()
+	if err == nil {
+		err = w.store.Set(ctx, w.checkpointKey(), b)
+	}
+	if err != nil {
+		w.logger.Warn("Cannot save the checkpoint", zap.String("namespace", w.ns), zap.Error(err))
+	}
+}
+
+func (w *watcher) count(c metric.Int64Counter, n int64, attrs ...attribute.KeyValue) {
+	c.Add(context.Background(), n, metric.WithAttributes(attrs...))
+}
+
+func isExpired(err error) bool {
+	return err != nil && (apierrors.IsResourceExpired(err) || apierrors.IsGone(err))
+}
+
+func typeName(t watch.EventType) string {
+	switch t {
+	case watch.Added:
+		return "added"
+	case watch.Modified:
+		return "modified"
+	case watch.Deleted:
+		return "deleted"
+	case watch.Bookmark:
+		return "bookmark"
+	default:
+		return "error"
+	}
+}
+
+// sleep waits d unless ctx ends first; it reports whether it waited.
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}
