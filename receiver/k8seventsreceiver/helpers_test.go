@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/component"
+	"go.opentelemetry.io/collector/component/componenttest"
 	"go.opentelemetry.io/collector/consumer/consumertest"
 	"go.opentelemetry.io/collector/receiver/receivertest"
 	corev1 "k8s.io/api/core/v1"
@@ -32,6 +33,7 @@ type rig struct {
 	srv        *kubetest.Server
 	cs         *kubernetes.Clientset
 	kubeconfig string
+	tel        *componenttest.Telemetry // of the receiver started last
 }
 
 func newRig(t *testing.T, opts ...kubetest.Option) *rig {
@@ -54,7 +56,11 @@ func (r *rig) start(t *testing.T, h host, mutate func(*Config)) (*k8seventsRecei
 	}
 	require.NoError(t, cfg.Validate())
 	sink := new(consumertest.LogsSink)
+	r.tel = componenttest.NewTelemetry()
+	t.Cleanup(func() { _ = r.tel.Shutdown(context.Background()) })
 	set := receivertest.NewNopSettings(metadata.Type)
+	set.TelemetrySettings = r.tel.NewTelemetrySettings()
+	set.ID = component.NewID(metadata.Type) // stable, as in a collector: the storage client is per ID
 	rcv, err := NewFactory().CreateLogs(context.Background(), set, cfg, sink)
 	require.NoError(t, err)
 	require.NoError(t, rcv.Start(context.Background(), h))

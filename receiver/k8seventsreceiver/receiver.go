@@ -152,7 +152,9 @@ func (r *k8seventsReceiver) Shutdown(ctx context.Context) error {
 	r.stopWatching()
 	r.telemetry.Shutdown()
 	if r.store != nil {
-		if err := r.store.Close(ctx); err != nil {
+		store := r.store
+		r.store = nil // Shutdown may be called again
+		if err := store.Close(ctx); err != nil {
 			return fmt.Errorf("k8sevents: close storage: %w", err)
 		}
 	}
