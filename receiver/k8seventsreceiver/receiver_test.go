@@ -2,9 +2,11 @@ package k8seventsreceiver
 
 import (
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/k8sevents/otel-k8sevents/internal/k8sevent"
@@ -111,5 +113,19 @@ func TestOnAPIServer(t *testing.T) {
 		none := settle(t, sinkNone)
 		require.Len(t, none, 3)
 		assert.Equal(t, []string{"after-0", "after-1", "after-2"}, names(none))
+	})
+
+	t.Run("an idle watch is restarted and misses nothing", func(t *testing.T) {
+		r.namespace(t, "idle")
+		rcv, sink := r.start(t, host{}, func(c *Config) { c.Namespaces, c.WatchIdleTimeout = []string{"idle"}, time.Second })
+		tel := r.tel
+		watching(t, rcv)
+		require.Eventually(t, func() bool {
+			m, err := tel.GetMetric("otelcol_receiver_k8sevents_watch_restarts")
+			return err == nil && m.Data.(metricdata.Sum[int64]).DataPoints[0].Value >= 2
+		}, 30*time.Second, 50*time.Millisecond, "the silent watch restarts after watch_idle_timeout")
+		r.createEvents(t, "idle", "late", 1)
+		waitReceived(t, sink, 1)
+		assert.Len(t, settle(t, sink), 1)
 	})
 }
