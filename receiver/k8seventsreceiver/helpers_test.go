@@ -49,6 +49,17 @@ func (h host) GetExtensions() map[component.ID]component.Component { return h }
 // start runs a receiver built by the factory into a sink until the test ends.
 func (r *rig) start(t *testing.T, h host, mutate func(*Config)) (*k8seventsReceiver, *consumertest.LogsSink) {
 	t.Helper()
+	return r.startWithHost(t, h, nil, mutate)
+}
+
+// startWith runs a receiver that uses the given client (another user).
+func (r *rig) startWith(t *testing.T, client kubernetes.Interface, mutate func(*Config)) (*k8seventsReceiver, *consumertest.LogsSink) {
+	t.Helper()
+	return r.startWithHost(t, host{}, client, mutate)
+}
+
+func (r *rig) startWithHost(t *testing.T, h host, client kubernetes.Interface, mutate func(*Config)) (*k8seventsReceiver, *consumertest.LogsSink) {
+	t.Helper()
 	cfg := createDefaultConfig()
 	cfg.Config = k8sclient.Config{AuthType: k8sclient.AuthKubeConfig, KubeConfig: r.kubeconfig}
 	if mutate != nil {
@@ -63,6 +74,7 @@ func (r *rig) start(t *testing.T, h host, mutate func(*Config)) (*k8seventsRecei
 	set.ID = component.NewID(metadata.Type) // stable, as in a collector: the storage client is per ID
 	rcv, err := NewFactory().CreateLogs(context.Background(), set, cfg, sink)
 	require.NoError(t, err)
+	rcv.(*k8seventsReceiver).client = client
 	require.NoError(t, rcv.Start(context.Background(), h))
 	t.Cleanup(func() { require.NoError(t, rcv.Shutdown(context.Background())) })
 	return rcv.(*k8seventsReceiver), sink

@@ -198,7 +198,6 @@ func memEvent(ns, name string) *corev1.Event {
 
 // memMeasure runs one receiver under the load and samples the memory.
 func memMeasure(b *testing.B, cs kubernetes.Interface, kubeconfig, run string) memResult {
-	b.Helper()
 	// Baseline: just before the receiver exists, with what the fill left
 	// behind collected and handed back to the OS.
 	debug.FreeOSMemory()

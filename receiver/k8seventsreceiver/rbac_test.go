@@ -1,0 +1,58 @@
+package k8seventsreceiver
+
+import (
+	"context"
+	"os"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/k8sevents/otel-k8sevents/internal/k8sevent"
+	"github.com/k8sevents/otel-k8sevents/internal/kubetest"
+)
+
+// TestDeployRBACIsEnoughAndNoMore binds deploy/rbac-receiver.yaml's
+// ClusterRole to a user, runs the receiver as that user on both APIs, and
+// checks that the user can do nothing else.
+func TestDeployRBACIsEnoughAndNoMore(t *testing.T) {
+	const user, token = "receiver", "receiver-token"
+	r := newRig(t, kubetest.WithUser(user, token))
+	f, err := os.Open("../../deploy/rbac-receiver.yaml")
+	require.NoError(t, err)
+	defer f.Close()
+	var role rbacv1.ClusterRole
+	require.NoError(t, yaml.NewYAMLOrJSONDecoder(f, 4096).Decode(&role))
+	ctx := context.Background()
+	_, err = r.cs.RbacV1().ClusterRoles().Create(ctx, &role, metav1.CreateOptions{})
+	require.NoError(t, err)
+	_, err = r.cs.RbacV1().ClusterRoleBindings().Create(ctx, &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "receiver"},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: user}},
+	}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	as, err := kubernetes.NewForConfig(r.srv.RESTConfigFor(token))
+	require.NoError(t, err)
+
+	r.namespace(t, "rbac")
+	for _, api := range []string{k8sevent.APICoreV1, k8sevent.APIEventsV1} {
+		rcv, sink := r.startWith(t, as, func(c *Config) { c.API, c.Initial = api, initialAll })
+		watching(t, rcv)
+		r.createEvents(t, "rbac", api[:2], 1)
+		waitReceived(t, sink, 1)
+	}
+
+	_, err = as.CoreV1().Events("rbac").Create(ctx, &corev1.Event{ObjectMeta: metav1.ObjectMeta{Name: "x"}}, metav1.CreateOptions{})
+	assert.True(t, apierrors.IsForbidden(err), "create events: %v", err)
+	_, err = as.CoreV1().Pods("rbac").List(ctx, metav1.ListOptions{})
+	assert.True(t, apierrors.IsForbidden(err), "list pods: %v", err)
+	_, err = as.CoreV1().Secrets("rbac").List(ctx, metav1.ListOptions{})
+	assert.True(t, apierrors.IsForbidden(err), "list secrets: %v", err)
+}
