@@ -21,10 +21,11 @@ lint:
 	$(GO) vet $(PKGS)
 
 ## bench: speed and memory next to client-go, and the write-count report per stream.
-bench:
+bench: apiserver
 	$(GO) test -run XXX -bench 'ConsumeLogs|Churn' -benchtime 1s -count 3 ./processor/eventseriesprocessor/
 	$(GO) test -run XXX -bench RetainedHeap -benchtime 2x ./processor/eventseriesprocessor/
 	$(GO) test -run TestWriteCountReport -count=1 -v ./processor/eventseriesprocessor/ | grep '^ *|'
+	$(GO) test -run XXX -bench BenchmarkReceiverMemoryVsStoredEvents -benchtime 1x -timeout 20m ./receiver/k8seventsreceiver/
 
 ## fuzz: a short coverage-guided run of every fuzz target (the seed corpora run in `make test`).
 fuzz:
