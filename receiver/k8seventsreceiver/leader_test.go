@@ -161,7 +161,8 @@ func TestLeaderElectionOneEmitsThenTakesOver(t *testing.T) {
 
 	stopped := time.Now()
 	leader.stop(t)
-	r.createEvents(t, ns, "handover", 10) // nobody leads: the lease has not expired yet
+	r.createEvents(t, ns, "handover", 10)
+	assert.False(t, follower.rcv.watching(), "nobody leads while the lease runs out")
 	require.Eventually(t, follower.rcv.watching, leaseDuration+6*time.Second, 20*time.Millisecond,
 		"the follower leads within the lease duration and a margin")
 	t.Logf("%s leads %s after the leader stopped", follower.name, time.Since(stopped).Round(10*time.Millisecond))

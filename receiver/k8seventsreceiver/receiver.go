@@ -31,9 +31,10 @@ type k8seventsReceiver struct {
 	client    kubernetes.Interface
 	store     storage.Client
 
-	mu       sync.Mutex // guards cancel and watchers: leader callbacks come from another goroutine
+	mu       sync.Mutex // guards what follows: leader callbacks come from another goroutine
 	cancel   context.CancelFunc
 	watchers []*watcher
+	stopped  bool // Shutdown ran: a late leader callback must not start watching
 	wg       sync.WaitGroup
 }
 
@@ -54,7 +55,7 @@ func (r *k8seventsReceiver) Start(ctx context.Context, host component.Host) erro
 		r.client = cs
 	}
 	if r.cfg.Storage != nil {
-		ext, ok := host.GetExtensions()[*r.cfg.Storage].(storage.Extension)
+		ext, ok := hostExtension[storage.Extension](host, *r.cfg.Storage)
 		if !ok {
 			return fmt.Errorf("k8sevents: storage %q is not a storage extension in this collector", r.cfg.Storage)
 		}
@@ -68,7 +69,7 @@ func (r *k8seventsReceiver) Start(ctx context.Context, host component.Host) erro
 		r.startWatching(context.Background())
 		return nil
 	}
-	elector, ok := host.GetExtensions()[*r.cfg.K8sLeaderElector].(leaderElector)
+	elector, ok := hostExtension[leaderElector](host, *r.cfg.K8sLeaderElector)
 	if !ok {
 		return fmt.Errorf("k8sevents: k8s_leader_elector %q is not a leader elector extension in this collector", r.cfg.K8sLeaderElector)
 	}
@@ -76,12 +77,19 @@ func (r *k8seventsReceiver) Start(ctx context.Context, host component.Host) erro
 	return nil
 }
 
+// hostExtension finds the extension id in host as a T.
+func hostExtension[T any](host component.Host, id component.ID) (T, bool) {
+	ext, found := host.GetExtensions()[id]
+	t, ok := ext.(T)
+	return t, found && ok
+}
+
 // startWatching starts one watch per namespace (one for all when none is
 // listed); as leader, ctx ends when leadership does.
 func (r *k8seventsReceiver) startWatching(ctx context.Context) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.cancel != nil {
+	if r.cancel != nil || r.stopped {
 		return
 	}
 	ctx, r.cancel = context.WithCancel(ctx)
@@ -148,12 +156,19 @@ func (r *k8seventsReceiver) fieldSelector() string {
 	return strings.Join(parts, ",")
 }
 
+// Shutdown stops watching for good (the leader elector cannot take its
+// callbacks back) and closes the storage client.
 func (r *k8seventsReceiver) Shutdown(ctx context.Context) error {
+	r.mu.Lock()
+	r.stopped = true
+	r.mu.Unlock()
 	r.stopWatching()
 	r.telemetry.Shutdown()
-	if r.store != nil {
-		store := r.store
-		r.store = nil // Shutdown may be called again
+	r.mu.Lock()
+	store := r.store
+	r.store = nil // Shutdown may be called again
+	r.mu.Unlock()
+	if store != nil {
 		if err := store.Close(ctx); err != nil {
 			return fmt.Errorf("k8sevents: close storage: %w", err)
 		}
