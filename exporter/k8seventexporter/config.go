@@ -1,0 +1,86 @@
+package k8seventexporter // import "github.com/k8sevents/otel-k8sevents/exporter/k8seventexporter"
+
+import (
+	"errors"
+	"fmt"
+
+	"go.opentelemetry.io/collector/config/configoptional"
+	"go.opentelemetry.io/collector/config/configretry"
+	"go.opentelemetry.io/collector/exporter/exporterhelper"
+
+	"github.com/k8sevents/otel-k8sevents/internal/k8sclient"
+	"github.com/k8sevents/otel-k8sevents/internal/k8sevent"
+)
+
+// Config of the k8sevent exporter. README.md lists every key.
+type Config struct {
+	k8sclient.Config `mapstructure:",squash"`
+
+	// API: auto (events.k8s.io/v1 when served), events.k8s.io/v1 or v1.
+	API string `mapstructure:"api"`
+	// QPS and Burst cap the exporter's API writes (client-side token bucket).
+	QPS   float32 `mapstructure:"qps"`
+	Burst int     `mapstructure:"burst"`
+	// Namespaces allowed; empty: all. A record for another is dropped.
+	Namespaces []string `mapstructure:"namespaces"`
+	// ReportingController, when set, is written on every Event.
+	ReportingController string `mapstructure:"reporting_controller"`
+	// ReportingInstance; default: the collector's hostname.
+	ReportingInstance string `mapstructure:"reporting_instance"`
+	// OverrideReporting: false keeps a record's own controller/instance.
+	OverrideReporting bool `mapstructure:"override_reporting"`
+	// MaxNoteBytes truncates longer notes.
+	MaxNoteBytes int `mapstructure:"max_note_bytes"`
+
+	TimeoutConfig exporterhelper.TimeoutConfig                             `mapstructure:",squash"`
+	BackOff       configretry.BackOffConfig                                `mapstructure:"retry_on_failure"`
+	Queue         configoptional.Optional[exporterhelper.QueueBatchConfig] `mapstructure:"sending_queue"`
+
+	// prevent unkeyed literal initialization
+	_ struct{}
+}
+
+const apiAuto = "auto"
+
+func createDefaultConfig() *Config {
+	return &Config{
+		Config:            k8sclient.Config{AuthType: k8sclient.AuthServiceAccount},
+		API:               apiAuto,
+		QPS:               20,
+		Burst:             50,
+		OverrideReporting: true,
+		MaxNoteBytes:      k8sevent.MaxNoteBytes,
+		TimeoutConfig:     exporterhelper.NewDefaultTimeoutConfig(),
+		BackOff:           configretry.NewDefaultBackOffConfig(),
+		Queue:             configoptional.Some(defaultQueue()),
+	}
+}
+
+// defaultQueue has one consumer: the records of one Event object must be
+// written in order (a create before its patches, a lower count never over a
+// higher one), and the QPS cap, not concurrency, bounds the write rate.
+func defaultQueue() exporterhelper.QueueBatchConfig {
+	q := exporterhelper.NewDefaultQueueConfig()
+	q.NumConsumers = 1
+	return q
+}
+
+// Validate checks the configuration.
+func (cfg *Config) Validate() error {
+	errs := []error{cfg.Config.Validate()}
+	switch cfg.API {
+	case apiAuto, k8sevent.APIEventsV1, k8sevent.APICoreV1:
+	default:
+		errs = append(errs, fmt.Errorf("api: %q is not auto, %s or %s", cfg.API, k8sevent.APIEventsV1, k8sevent.APICoreV1))
+	}
+	if cfg.QPS <= 0 || cfg.Burst < 1 {
+		errs = append(errs, fmt.Errorf("qps and burst: must be positive, have %g and %d", cfg.QPS, cfg.Burst))
+	}
+	if cfg.MaxNoteBytes < 1 || cfg.MaxNoteBytes > k8sevent.MaxNoteBytes {
+		errs = append(errs, fmt.Errorf("max_note_bytes: must be 1..%d (the API server's limit), have %d", k8sevent.MaxNoteBytes, cfg.MaxNoteBytes))
+	}
+	if len(cfg.ReportingInstance) > k8sevent.MaxFieldBytes {
+		errs = append(errs, fmt.Errorf("reporting_instance: longer than %d bytes", k8sevent.MaxFieldBytes))
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,250 @@
+package k8seventexporter
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/component"
+	"go.opentelemetry.io/collector/component/componenttest"
+	"go.opentelemetry.io/collector/exporter"
+	"go.opentelemetry.io/collector/exporter/exportertest"
+	"go.opentelemetry.io/collector/pdata/plog"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/k8sevents/otel-k8sevents/exporter/k8seventexporter/internal/metadata"
+	"github.com/k8sevents/otel-k8sevents/internal/k8sclient"
+	"github.com/k8sevents/otel-k8sevents/internal/k8sevent"
+	"github.com/k8sevents/otel-k8sevents/internal/kubetest"
+)
+
+var t0 = time.Now().UTC().Truncate(time.Second)
+
+type rig struct {
+	srv        *kubetest.Server
+	kubeconfig string
+}
+
+func newRig(t *testing.T, opts ...kubetest.Option) *rig {
+	srv := kubetest.Start(t, opts...)
+	r := &rig{srv: srv, kubeconfig: srv.Kubeconfig(t)}
+	for _, ns := range []string{"shop", "other"} {
+		_, err := srv.Clientset().CoreV1().Namespaces().Create(context.Background(),
+			&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
+		require.NoError(t, err)
+	}
+	return r
+}
+
+// start runs an exporter built by the factory until the test ends.
+func (r *rig) start(t *testing.T, mutate func(*Config)) (exporter.Logs, *componenttest.Telemetry) {
+	t.Helper()
+	cfg := createDefaultConfig()
+	cfg.Config = k8sclient.Config{AuthType: k8sclient.AuthKubeConfig, KubeConfig: r.kubeconfig}
+	cfg.ReportingController = "k8sevents.io/exporter"
+	cfg.BackOff.InitialInterval, cfg.BackOff.MaxInterval = 100*time.Millisecond, time.Second
+	if mutate != nil {
+		mutate(cfg)
+	}
+	require.NoError(t, cfg.Validate())
+	tel := componenttest.NewTelemetry()
+	set := exportertest.NewNopSettings(metadata.Type)
+	set.TelemetrySettings = tel.NewTelemetrySettings()
+	set.ID = component.NewID(metadata.Type)
+	exp, err := NewFactory().CreateLogs(context.Background(), set, cfg)
+	require.NoError(t, err)
+	require.NoError(t, exp.Start(context.Background(), componenttest.NewNopHost()))
+	t.Cleanup(func() {
+		require.NoError(t, exp.Shutdown(context.Background()))
+		_ = tel.Shutdown(context.Background())
+	})
+	return exp, tel
+}
+
+// record is what the eventseries processor emits for one object.
+func record(name string, state string, count int64, at time.Time) k8sevent.Event {
+	ev := k8sevent.Event{
+		Name: name, Type: k8sevent.TypeWarning, Reason: "BackOff", Note: "Back-off restarting failed container",
+		Regarding:       k8sevent.ObjectRef{Kind: "Pod", Namespace: "shop", Name: "web-1", UID: "uid-web-1", APIVersion: "v1"},
+		SourceComponent: "kubelet", SourceHost: "node-1", ReportingController: "kubelet", ReportingInstance: "node-1",
+		Time: at, EventTime: t0, SeriesState: state,
+	}
+	if state != k8sevent.StateSingleton {
+		ev.SeriesCount, ev.SeriesLastObservedTime = count, at
+	}
+	return ev
+}
+
+func send(t *testing.T, exp exporter.Logs, evs ...k8sevent.Event) {
+	t.Helper()
+	ld := plog.NewLogs()
+	for i := range evs {
+		k8sevent.Encode(&evs[i], ld.ResourceLogs().AppendEmpty().ScopeLogs().AppendEmpty().LogRecords().AppendEmpty())
+	}
+	require.NoError(t, exp.ConsumeLogs(context.Background(), ld))
+}
+
+func counter(t *testing.T, tel *componenttest.Telemetry, metric, attr, value string) int64 {
+	m, err := tel.GetMetric(metric)
+	if err != nil {
+		return 0
+	}
+	for _, dp := range m.Data.(metricdata.Sum[int64]).DataPoints {
+		if v, ok := dp.Attributes.Value(attribute.Key(attr)); ok && v.AsString() == value {
+			return dp.Value
+		}
+	}
+	return 0
+}
+
+// apiserverCount sums apiserver_request_total for events writes whose
+// HTTP code starts with codePrefix (e.g. "4").
+func (r *rig) apiserverCount(t *testing.T, codePrefix string) int {
+	raw, err := r.srv.Clientset().RESTClient().Get().AbsPath("/metrics").DoRaw(context.Background())
+	require.NoError(t, err)
+	total := 0
+	sc := bufio.NewScanner(bytes.NewReader(raw))
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if !strings.HasPrefix(line, "apiserver_request_total{") || !strings.Contains(line, `resource="events"`) ||
+			!strings.Contains(line, `code="`+codePrefix) || strings.Contains(line, `verb="LIST"`) || strings.Contains(line, `verb="GET"`) {
+			continue
+		}
+		var n float64
+		_, _ = fmt.Sscanf(line[strings.LastIndex(line, " ")+1:], "%g", &n)
+		total += int(n)
+	}
+	return total
+}
+
+func TestWritesReadBackInBothAPIs(t *testing.T) {
+	r := newRig(t)
+	cs := r.srv.Clientset()
+	for _, api := range []string{k8sevent.APIEventsV1, k8sevent.APICoreV1} {
+		t.Run(api, func(t *testing.T) {
+			exp, tel := r.start(t, func(c *Config) { c.API = api })
+			name := "web-1.series-" + strings.ReplaceAll(api, "/", "-")
+			name = strings.ReplaceAll(name, ".k8s.io", "")
+			send(t, exp, record(name, k8sevent.StateSingleton, 1, t0))
+			send(t, exp, record(name, k8sevent.StateStarted, 2, t0.Add(10*time.Second)))
+			send(t, exp, record(name, k8sevent.StateOngoing, 5, t0.Add(time.Minute)))
+			require.Eventually(t, func() bool { return counter(t, tel, "otelcol_exporter_k8sevent_writes", "outcome", "patched") == 2 },
+				30*time.Second, 20*time.Millisecond)
+			assert.Equal(t, int64(1), counter(t, tel, "otelcol_exporter_k8sevent_writes", "outcome", "created"))
+
+			if api == k8sevent.APIEventsV1 {
+				got, err := cs.EventsV1().Events("shop").Get(context.Background(), name, metav1.GetOptions{})
+				require.NoError(t, err)
+				require.NotNil(t, got.Series)
+				assert.Equal(t, int32(5), got.Series.Count)
+				assert.True(t, got.Series.LastObservedTime.Time.Equal(t0.Add(time.Minute)))
+				assert.True(t, got.EventTime.Time.Equal(t0))
+				assert.Equal(t, "Back-off restarting failed container", got.Note)
+				assert.Equal(t, "web-1", got.Regarding.Name)
+				assert.Equal(t, "k8sevents.io/exporter", got.ReportingController)
+				assert.Equal(t, "BackOff", got.Action, "events.k8s.io requires an action: the reason fills it")
+			}
+			// As kubectl get events shows it: count, first and last seen, message.
+			got, err := cs.CoreV1().Events("shop").Get(context.Background(), name, metav1.GetOptions{})
+			require.NoError(t, err)
+			assert.Equal(t, "Back-off restarting failed container", got.Message)
+			if api == k8sevent.APICoreV1 {
+				assert.Equal(t, int32(5), got.Count)
+				assert.True(t, got.FirstTimestamp.Time.Equal(t0), "first seen %v", got.FirstTimestamp)
+				assert.True(t, got.LastTimestamp.Time.Equal(t0.Add(time.Minute)), "last seen %v", got.LastTimestamp)
+			} else {
+				require.NotNil(t, got.Series)
+				assert.Equal(t, int32(5), got.Series.Count)
+			}
+		})
+	}
+}
+
+func TestIdempotentWrites(t *testing.T) {
+	r := newRig(t)
+	cs := r.srv.Clientset()
+	exp, tel := r.start(t, func(c *Config) { c.API = k8sevent.APIEventsV1 })
+	const name = "web-1.idempotent"
+	send(t, exp, record(name, k8sevent.StateSingleton, 1, t0))
+	require.Eventually(t, func() bool { return counter(t, tel, "otelcol_exporter_k8sevent_writes", "outcome", "created") == 1 },
+		30*time.Second, 20*time.Millisecond)
+
+	// The object expired (TTL): the next patch answers 404 and the exporter creates it.
+	require.NoError(t, cs.EventsV1().Events("shop").Delete(context.Background(), name, metav1.DeleteOptions{}))
+	send(t, exp, record(name, k8sevent.StateStarted, 2, t0.Add(time.Second)))
+	require.Eventually(t, func() bool {
+		return counter(t, tel, "otelcol_exporter_k8sevent_writes", "outcome", "created_after_404") == 1
+	},
+		30*time.Second, 20*time.Millisecond)
+	got, err := cs.EventsV1().Events("shop").Get(context.Background(), name, metav1.GetOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, int32(2), got.Series.Count)
+
+	// Another exporter (a restart, a retry after a timeout) does not know the
+	// object: its create answers AlreadyExists and it patches instead.
+	exp2, tel2 := r.start(t, func(c *Config) { c.API = k8sevent.APIEventsV1 })
+	send(t, exp2, record(name, k8sevent.StateOngoing, 7, t0.Add(time.Minute)))
+	require.Eventually(t, func() bool {
+		return counter(t, tel2, "otelcol_exporter_k8sevent_writes", "outcome", "patched_after_409") == 1
+	},
+		30*time.Second, 20*time.Millisecond)
+	list, err := cs.EventsV1().Events("shop").List(context.Background(), metav1.ListOptions{})
+	require.NoError(t, err)
+	require.Len(t, list.Items, 1, "no twin object")
+	assert.Equal(t, int32(7), list.Items[0].Series.Count)
+}
+
+func TestBadInputNeverReachesTheAPIServer(t *testing.T) {
+	r := newRig(t)
+	exp, tel := r.start(t, func(c *Config) { c.API = k8sevent.APIEventsV1; c.Namespaces = []string{"shop"} })
+	before := r.apiserverCount(t, "4")
+
+	noRegarding := record("bad.noregarding", k8sevent.StateSingleton, 1, t0)
+	noRegarding.Regarding = k8sevent.ObjectRef{}
+	hugeNote := record("web-1.hugenote", k8sevent.StateSingleton, 1, t0)
+	hugeNote.Note = strings.Repeat("x", 1<<20)
+	badName := record("Not A Valid Name!", k8sevent.StateSingleton, 1, t0)
+	elsewhere := record("web-1.elsewhere", k8sevent.StateSingleton, 1, t0)
+	elsewhere.Regarding.Namespace = "other"
+	good := record("web-1.good", k8sevent.StateSingleton, 1, t0)
+	send(t, exp, noRegarding, hugeNote, badName, elsewhere, good)
+
+	require.Eventually(t, func() bool { return counter(t, tel, "otelcol_exporter_k8sevent_writes", "outcome", "created") == 3 },
+		30*time.Second, 20*time.Millisecond, "the huge note truncated, the bad name replaced, the good one: written; the queue keeps flowing")
+	assert.Equal(t, int64(2), counter(t, tel, "otelcol_exporter_k8sevent_permanent_failures", "reason", "invalid"))
+	assert.Equal(t, before, r.apiserverCount(t, "4"), "no write answered 4xx")
+	got, err := r.srv.Clientset().EventsV1().Events("shop").Get(context.Background(), "web-1.hugenote", metav1.GetOptions{})
+	require.NoError(t, err)
+	assert.Len(t, got.Note, k8sevent.MaxNoteBytes)
+	_, err = r.srv.Clientset().EventsV1().Events("other").Get(context.Background(), "web-1.elsewhere", metav1.GetOptions{})
+	assert.True(t, apierrors.IsNotFound(err))
+}
+
+// TestBacksOffOnRealThrottling runs against an API server whose
+// EventRateLimit admission answers 429 past 1 write/s (burst 2): the
+// exporter backs off, and in the end every Event is written.
+func TestBacksOffOnRealThrottling(t *testing.T) {
+	r := newRig(t, kubetest.WithEventRateLimit(1, 2))
+	exp, tel := r.start(t, func(c *Config) { c.API = k8sevent.APICoreV1 })
+	const n = 8
+	for i := range n {
+		send(t, exp, record(fmt.Sprintf("web-1.throttled-%d", i), k8sevent.StateSingleton, 1, t0))
+	}
+	require.Eventually(t, func() bool {
+		l, err := r.srv.Clientset().CoreV1().Events("shop").List(context.Background(), metav1.ListOptions{})
+		return err == nil && len(l.Items) == n
+	}, 90*time.Second, 100*time.Millisecond, "every Event written in the end")
+	assert.Positive(t, counter(t, tel, "otelcol_exporter_k8sevent_retryable_failures", "reason", "throttled"), "the server did throttle")
+	assert.Equal(t, int64(n), counter(t, tel, "otelcol_exporter_k8sevent_writes", "outcome", "created"))
+}
