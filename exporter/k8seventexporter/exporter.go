@@ -44,7 +44,7 @@ func newExporter(set exporter.Settings, cfg *Config) (*k8seventExporter, error) 
 		loggedAt: map[string]time.Time{}}, nil
 }
 
-func (e *k8seventExporter) start(_ context.Context, _ component.Host) error {
+func (e *k8seventExporter) start(ctx context.Context, _ component.Host) error {
 	if e.client == nil {
 		cs, err := e.cfg.Clientset(e.cfg.QPS, e.cfg.Burst)
 		if err != nil {
@@ -61,6 +61,14 @@ func (e *k8seventExporter) start(_ context.Context, _ component.Host) error {
 	}
 	e.w = newWriter(e.client, api, e.cfg)
 	e.logger.Info("Writing events", zap.String("api", api))
+	if e.cfg.ReportingController != "" {
+		n, err := e.w.learn(ctx, e.cfg.ReportingController, 500)
+		if err != nil {
+			// Not fatal: an unknown object's create answers AlreadyExists and is patched.
+			e.logger.Warn("Cannot list the events written before", zap.Error(err))
+		}
+		e.logger.Info("Events written before", zap.Int("count", n))
+	}
 	return nil
 }
 

@@ -248,3 +248,23 @@ func TestBacksOffOnRealThrottling(t *testing.T) {
 	assert.Positive(t, counter(t, tel, "otelcol_exporter_k8sevent_retryable_failures", "reason", "throttled"), "the server did throttle")
 	assert.Equal(t, int64(n), counter(t, tel, "otelcol_exporter_k8sevent_writes", "outcome", "created"))
 }
+
+// TestRestartListsWhatItWroteBefore: a new exporter with the same reporting
+// controller patches the objects the previous one created, without trying
+// to create twins first.
+func TestRestartListsWhatItWroteBefore(t *testing.T) {
+	r := newRig(t)
+	exp, tel := r.start(t, func(c *Config) { c.API = k8sevent.APIEventsV1 })
+	send(t, exp, record("web-1.before-restart", k8sevent.StateSingleton, 1, t0))
+	require.Eventually(t, func() bool { return counter(t, tel, "otelcol_exporter_k8sevent_writes", "outcome", "created") == 1 },
+		30*time.Second, 20*time.Millisecond)
+
+	exp2, tel2 := r.start(t, func(c *Config) { c.API = k8sevent.APIEventsV1 })
+	send(t, exp2, record("web-1.before-restart", k8sevent.StateStarted, 2, t0.Add(time.Second)))
+	require.Eventually(t, func() bool { return counter(t, tel2, "otelcol_exporter_k8sevent_writes", "outcome", "patched") == 1 },
+		30*time.Second, 20*time.Millisecond)
+	assert.Zero(t, counter(t, tel2, "otelcol_exporter_k8sevent_writes", "outcome", "patched_after_409"), "no create attempt")
+	got, err := r.srv.Clientset().EventsV1().Events("shop").Get(context.Background(), "web-1.before-restart", metav1.GetOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, int32(2), got.Series.Count)
+}

@@ -49,6 +49,35 @@ func newWriter(cs kubernetes.Interface, api string, cfg *Config) *writer {
 	return &writer{cs: cs, api: api, cfg: cfg, known: known}
 }
 
+// learn remembers the Events this exporter's reporting controller wrote
+// before (a restart), so that a record for one of them patches it instead
+// of trying to create a twin: the "reconstruct activeSeries from a list" of
+// the events redesign. Both APIs share storage; core/v1 lists by
+// reportingComponent.
+func (w *writer) learn(ctx context.Context, controller string, pageSize int64) (int, error) {
+	opts := metav1.ListOptions{FieldSelector: "reportingComponent=" + controller, Limit: pageSize}
+	n := 0
+	for {
+		l, err := w.cs.CoreV1().Events("").List(ctx, opts)
+		if err != nil {
+			return n, fmt.Errorf("list events of %s: %w", controller, err)
+		}
+		for i := range l.Items {
+			ev := &l.Items[i]
+			count := int64(ev.Count)
+			if ev.Series != nil {
+				count = int64(ev.Series.Count)
+			}
+			w.known.Add(ev.Namespace+"/"+ev.Name, max(count, 1))
+			n++
+		}
+		if l.Continue == "" {
+			return n, nil
+		}
+		opts.Continue = l.Continue
+	}
+}
+
 // prepare repairs and completes ev for the API, or says why it cannot be
 // written (a permanent error).
 func (w *writer) prepare(ev *k8sevent.Event, instance string) error {
