@@ -1,0 +1,73 @@
+package k8seventexporter
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+
+	"github.com/k8sevents/otel-k8sevents/internal/k8sevent"
+	"github.com/k8sevents/otel-k8sevents/internal/kubetest"
+)
+
+// TestDeployRBACIsEnoughAndNoMore binds deploy/rbac-exporter.yaml's
+// ClusterRole to a user, runs the exporter as that user on both APIs
+// (including its listing at start), and checks the user can do nothing else.
+func TestDeployRBACIsEnoughAndNoMore(t *testing.T) {
+	const user, token = "exporter", "exporter-token"
+	r := newRig(t, kubetest.WithUser(user, token))
+	ctx := context.Background()
+	f, err := os.Open("../../deploy/rbac-exporter.yaml")
+	require.NoError(t, err)
+	defer f.Close()
+	var role rbacv1.ClusterRole
+	require.NoError(t, yaml.NewYAMLOrJSONDecoder(f, 4096).Decode(&role))
+	admin := r.srv.Clientset()
+	_, err = admin.RbacV1().ClusterRoles().Create(ctx, &role, metav1.CreateOptions{})
+	require.NoError(t, err)
+	_, err = admin.RbacV1().ClusterRoleBindings().Create(ctx, &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "exporter"},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: user}},
+	}, metav1.CreateOptions{})
+	require.NoError(t, err)
+
+	// A kubeconfig for the user.
+	rc := r.srv.RESTConfigFor(token)
+	kc := clientcmdapi.NewConfig()
+	kc.Clusters["c"] = &clientcmdapi.Cluster{Server: rc.Host, CertificateAuthority: rc.CAFile, CertificateAuthorityData: rc.CAData}
+	kc.AuthInfos["u"] = &clientcmdapi.AuthInfo{Token: token}
+	kc.Contexts["c"] = &clientcmdapi.Context{Cluster: "c", AuthInfo: "u"}
+	kc.CurrentContext = "c"
+	path := filepath.Join(t.TempDir(), "kubeconfig")
+	require.NoError(t, clientcmd.WriteToFile(*kc, path))
+	r.kubeconfig = path
+
+	for _, api := range []string{k8sevent.APIEventsV1, k8sevent.APICoreV1} {
+		exp, tel := r.start(t, func(c *Config) { c.API = api })
+		name := "web-1.rbac-" + map[string]string{k8sevent.APIEventsV1: "new", k8sevent.APICoreV1: "old"}[api]
+		send(t, exp, record(name, k8sevent.StateSingleton, 1, t0), record(name, k8sevent.StateStarted, 2, t0.Add(time.Second)))
+		require.Eventually(t, func() bool { return counter(t, tel, "otelcol_exporter_k8sevent_writes", "outcome", "patched") == 1 },
+			30*time.Second, 20*time.Millisecond, "create and patch as the user (%s)", api)
+	}
+
+	as, err := kubernetes.NewForConfig(rc)
+	require.NoError(t, err)
+	_, err = as.CoreV1().Pods("shop").List(ctx, metav1.ListOptions{})
+	assert.True(t, apierrors.IsForbidden(err), "list pods: %v", err)
+	_, err = as.CoreV1().Secrets("shop").List(ctx, metav1.ListOptions{})
+	assert.True(t, apierrors.IsForbidden(err), "list secrets: %v", err)
+	err = as.CoreV1().Events("shop").Delete(ctx, "web-1.rbac-old", metav1.DeleteOptions{})
+	assert.True(t, apierrors.IsForbidden(err), "delete events: %v", err)
+}
