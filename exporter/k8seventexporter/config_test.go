@@ -1,0 +1,57 @@
+package k8seventexporter
+
+import (
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/component"
+	"go.opentelemetry.io/collector/confmap/confmaptest"
+
+	"github.com/k8sevents/otel-k8sevents/internal/k8sclient"
+	"github.com/k8sevents/otel-k8sevents/internal/k8sevent"
+)
+
+func loadConfig(t *testing.T, id string) *Config {
+	cm, err := confmaptest.LoadConf(filepath.Join("testdata", "config.yaml"))
+	require.NoError(t, err)
+	cfg := NewFactory().CreateDefaultConfig()
+	sub, err := cm.Sub(id)
+	require.NoError(t, err)
+	require.NoError(t, sub.Unmarshal(cfg))
+	return cfg.(*Config)
+}
+
+func TestLoadConfig(t *testing.T) {
+	def := createDefaultConfig()
+	assert.Equal(t, def, loadConfig(t, "k8sevent"))
+	require.NoError(t, def.Validate())
+	assert.Equal(t, 1, def.Queue.Get().NumConsumers, "one consumer keeps each object's records in order")
+
+	got := loadConfig(t, "k8sevent/all")
+	require.NoError(t, got.Validate())
+	assert.Equal(t, k8sclient.Config{AuthType: k8sclient.AuthKubeConfig, KubeConfig: "/etc/kube/config", Context: "prod"}, got.Config)
+	assert.Equal(t, k8sevent.APICoreV1, got.API)
+	assert.Equal(t, float32(5), got.QPS)
+	assert.Equal(t, 10, got.Burst)
+	assert.Equal(t, []string{"shop"}, got.Namespaces)
+	assert.Equal(t, "example.com/events-mirror", got.ReportingController)
+	assert.Equal(t, "mirror-0", got.ReportingInstance)
+	assert.False(t, got.OverrideReporting)
+	assert.Equal(t, 512, got.MaxNoteBytes)
+	assert.Equal(t, 3*time.Second, got.TimeoutConfig.Timeout)
+	assert.Equal(t, time.Second, got.BackOff.InitialInterval)
+	storage := component.MustNewIDWithName("file_storage", "queue")
+	assert.Equal(t, &storage, got.Queue.Get().StorageID)
+	assert.Equal(t, int64(5000), got.Queue.Get().QueueSize)
+}
+
+func TestValidateNamesEveryBadKey(t *testing.T) {
+	err := loadConfig(t, "k8sevent/invalid").Validate()
+	require.Error(t, err)
+	for _, key := range []string{`auth_type: "token"`, `api: "events.k8s.io/v2"`, "qps and burst", "max_note_bytes"} {
+		assert.ErrorContains(t, err, key)
+	}
+}
