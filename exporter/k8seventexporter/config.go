@@ -3,6 +3,7 @@ package k8seventexporter // import "github.com/k8sevents/otel-k8sevents/exporter
 import (
 	"errors"
 	"fmt"
+	"time"
 
 	"go.opentelemetry.io/collector/config/configoptional"
 	"go.opentelemetry.io/collector/config/configretry"
@@ -50,7 +51,7 @@ func createDefaultConfig() *Config {
 		Burst:             50,
 		OverrideReporting: true,
 		MaxNoteBytes:      k8sevent.MaxNoteBytes,
-		TimeoutConfig:     exporterhelper.NewDefaultTimeoutConfig(),
+		TimeoutConfig:     exporterhelper.TimeoutConfig{Timeout: 10 * time.Second},
 		BackOff:           configretry.NewDefaultBackOffConfig(),
 		Queue:             configoptional.Some(defaultQueue()),
 	}
