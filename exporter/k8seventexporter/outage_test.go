@@ -1,0 +1,262 @@
+package k8seventexporter
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/open-telemetry/opentelemetry-collector-contrib/extension/storage/filestorage"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/component"
+	"go.opentelemetry.io/collector/component/componenttest"
+	"go.opentelemetry.io/collector/config/configoptional"
+	"go.opentelemetry.io/collector/exporter"
+	"go.opentelemetry.io/collector/exporter/exportertest"
+	"go.opentelemetry.io/collector/extension"
+	"go.opentelemetry.io/collector/extension/extensiontest"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/k8sevents/otel-k8sevents/exporter/k8seventexporter/internal/metadata"
+	"github.com/k8sevents/otel-k8sevents/internal/k8sclient"
+	"github.com/k8sevents/otel-k8sevents/internal/k8sevent"
+)
+
+// outageHost hands extensions (the file_storage of a persistent queue) to an exporter.
+type outageHost map[component.ID]component.Component
+
+func (h outageHost) GetExtensions() map[component.ID]component.Component { return h }
+
+var outageStorageID = component.MustNewID("file_storage")
+
+// outageFileStorage starts a file_storage extension on dir, as a collector
+// does at each start; the caller shuts it down.
+func outageFileStorage(t *testing.T, dir string) extension.Extension {
+	t.Helper()
+	f := filestorage.NewFactory()
+	cfg := f.CreateDefaultConfig().(*filestorage.Config)
+	cfg.Directory, cfg.Compaction.Directory = dir, dir
+	ext, err := f.Create(context.Background(), extensiontest.NewNopSettings(f.Type()), cfg)
+	require.NoError(t, err)
+	require.NoError(t, ext.Start(context.Background(), componenttest.NewNopHost()))
+	return ext
+}
+
+// outageExporter builds an exporter as r.start does (same stable ID), but
+// with the given host and without shutting it down at the end of the test:
+// the caller does.
+func (r *rig) outageExporter(t *testing.T, h component.Host, mutate func(*Config)) (exporter.Logs, *componenttest.Telemetry) {
+	t.Helper()
+	cfg := createDefaultConfig()
+	cfg.Config = k8sclient.Config{AuthType: k8sclient.AuthKubeConfig, KubeConfig: r.kubeconfig}
+	cfg.ReportingController = "k8sevents.io/exporter"
+	cfg.API = k8sevent.APIEventsV1 // no discovery: the exporter starts while the API server is down
+	cfg.QPS, cfg.Burst = 500, 1000
+	cfg.BackOff.InitialInterval, cfg.BackOff.MaxInterval, cfg.BackOff.MaxElapsedTime = 100*time.Millisecond, time.Second, 5*time.Minute
+	if mutate != nil {
+		mutate(cfg)
+	}
+	require.NoError(t, cfg.Validate())
+	tel := componenttest.NewTelemetry()
+	t.Cleanup(func() { _ = tel.Shutdown(context.Background()) })
+	set := exportertest.NewNopSettings(metadata.Type)
+	set.TelemetrySettings = tel.NewTelemetrySettings()
+	set.ID = component.NewID(metadata.Type)
+	exp, err := NewFactory().CreateLogs(context.Background(), set, cfg)
+	require.NoError(t, err)
+	require.NoError(t, exp.Start(context.Background(), h))
+	return exp, tel
+}
+
+// eventCounts lists the Events of namespace shop: name -> series count.
+func (r *rig) eventCounts(t *testing.T) (map[string]int32, int, error) {
+	t.Helper()
+	l, err := r.srv.Clientset().EventsV1().Events("shop").List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		return nil, 0, err
+	}
+	out := map[string]int32{}
+	for _, ev := range l.Items {
+		var c int32 = 1
+		if ev.Series != nil {
+			c = ev.Series.Count
+		}
+		out[ev.Name] = c
+	}
+	return out, len(l.Items), nil
+}
+
+func queueSize(tel *componenttest.Telemetry) int64 {
+	m, err := tel.GetMetric("otelcol_exporter_queue_size")
+	if err != nil {
+		return -1
+	}
+	g, ok := m.Data.(metricdata.Gauge[int64])
+	if !ok || len(g.DataPoints) == 0 {
+		return -1
+	}
+	return g.DataPoints[0].Value
+}
+
+// TestOutageLosesNothing streams 2,000 records over 100 objects and stops
+// kube-apiserver for 30 s in the middle: every object ends up written once,
+// with its final series count.
+func TestOutageLosesNothing(t *testing.T) {
+	r := newRig(t)
+	exp, tel := r.outageExporter(t, componenttest.NewNopHost(), func(c *Config) {
+		q := defaultQueue()
+		q.QueueSize = 5000
+		c.Queue = configoptional.Some(q)
+	})
+	t.Cleanup(func() { require.NoError(t, exp.Shutdown(context.Background())) })
+
+	const objects, steps = 100, 20
+	name := func(i int) string { return fmt.Sprintf("web-1.outage-%03d", i) }
+	// Object i: a singleton, started at 2, then ongoing growing by 1+i%3.
+	rec := func(i, step int) (k8sevent.Event, int64) {
+		at := t0.Add(time.Duration(step) * time.Second)
+		switch step {
+		case 0:
+			return record(name(i), k8sevent.StateSingleton, 1, at), 1
+		case 1:
+			return record(name(i), k8sevent.StateStarted, 2, at), 2
+		}
+		c := int64(2 + (step-1)*(1+i%3))
+		return record(name(i), k8sevent.StateOngoing, c, at), c
+	}
+	final := map[string]int32{}
+	for i := range objects {
+		_, c := rec(i, steps-1)
+		final[name(i)] = int32(c)
+	}
+
+	begin := time.Now()
+	sendSteps := func(from, to int, pause time.Duration) {
+		for s := from; s < to; s++ {
+			for i := range objects {
+				ev, _ := rec(i, s)
+				send(t, exp, ev)
+				time.Sleep(pause)
+			}
+		}
+	}
+	sendSteps(0, steps/2, 0) // 1,000 records
+	firstHalf := time.Since(begin)
+	// Stop while the queue drains: every object exists, most updates are pending.
+	require.Eventually(t, func() bool {
+		return counter(t, tel, "otelcol_exporter_k8sevent_writes", "outcome", "created") == objects
+	}, 30*time.Second, 10*time.Millisecond)
+	writtenBefore := counter(t, tel, "otelcol_exporter_k8sevent_writes", "outcome", "created") +
+		counter(t, tel, "otelcol_exporter_k8sevent_writes", "outcome", "patched")
+
+	require.NoError(t, r.srv.StopAPIServer())
+	down := time.Now()
+	sendSteps(steps/2, steps, 25*time.Millisecond) // the other 1,000, spread over the outage
+	sentAll := time.Since(down)
+	time.Sleep(30*time.Second - time.Since(down))
+	queued := queueSize(tel)
+	require.NoError(t, r.srv.StartAPIServer())
+	up := time.Now()
+	outage := up.Sub(down)
+
+	var got map[string]int32
+	var n int
+	ok := assert.Eventually(t, func() bool {
+		var err error
+		got, n, err = r.eventCounts(t)
+		if err != nil || len(got) != objects {
+			return false
+		}
+		for k, c := range final {
+			if got[k] != c {
+				return false
+			}
+		}
+		return true
+	}, 60*time.Second, 100*time.Millisecond, "every object with its final count")
+	if !ok {
+		t.Fatalf("after %v: %d objects, counts %v", time.Since(up), n, got)
+	}
+	drained := time.Since(up)
+
+	assert.Equal(t, objects, n, "exactly one Event object per name")
+	assert.Equal(t, final, got)
+	assert.Positive(t, counter(t, tel, "otelcol_exporter_k8sevent_retryable_failures", "reason", "error"), "the outage was seen")
+	assert.Zero(t, counter(t, tel, "otelcol_exporter_k8sevent_writes", "outcome", "stale"))
+	assert.Zero(t, counter(t, tel, "otelcol_exporter_k8sevent_permanent_failures", "reason", "invalid"))
+	assert.Zero(t, counter(t, tel, "otelcol_exporter_k8sevent_permanent_failures", "reason", "rejected"))
+	t.Logf("first 1,000 records sent in %v, %d written before the stop; apiserver down %v (rest sent in %v, %d requests queued); "+
+		"all objects final %v after restart (created %d, patched %d, patched_after_409 %d, created_after_404 %d)",
+		firstHalf.Round(time.Millisecond), writtenBefore, outage.Round(time.Millisecond), sentAll.Round(time.Millisecond), queued,
+		drained.Round(time.Millisecond),
+		counter(t, tel, "otelcol_exporter_k8sevent_writes", "outcome", "created"),
+		counter(t, tel, "otelcol_exporter_k8sevent_writes", "outcome", "patched"),
+		counter(t, tel, "otelcol_exporter_k8sevent_writes", "outcome", "patched_after_409"),
+		counter(t, tel, "otelcol_exporter_k8sevent_writes", "outcome", "created_after_404"))
+}
+
+// TestPersistentQueueSurvivesRestart queues 50 records while kube-apiserver
+// is down, restarts the collector (exporter and file_storage), and the new
+// exporter writes all 50 from the persistent queue.
+func TestPersistentQueueSurvivesRestart(t *testing.T) {
+	r := newRig(t)
+	dir := t.TempDir()
+	persistent := func(c *Config) {
+		q := defaultQueue()
+		id := outageStorageID
+		q.StorageID = &id
+		c.Queue = configoptional.Some(q)
+	}
+
+	require.NoError(t, r.srv.StopAPIServer())
+	extA := outageFileStorage(t, dir)
+	expA, telA := r.outageExporter(t, outageHost{outageStorageID: extA}, persistent)
+	const n = 50
+	for i := range n {
+		send(t, expA, record(fmt.Sprintf("web-1.persisted-%02d", i), k8sevent.StateSingleton, 1, t0))
+	}
+	// Offer writes to the storage before ConsumeLogs returns; the gauge
+	// counts what is queued (the one being retried included).
+	require.Eventually(t, func() bool { return queueSize(telA) >= n-1 }, 10*time.Second, 20*time.Millisecond,
+		"queue size %d", queueSize(telA))
+	require.Eventually(t, func() bool {
+		return counter(t, telA, "otelcol_exporter_k8sevent_retryable_failures", "reason", "error") > 0
+	}, 10*time.Second, 20*time.Millisecond, "the consumer is retrying against the stopped API server")
+	t.Logf("exporter A: queue size %d", queueSize(telA))
+
+	// A collector restart: the exporter, then its storage.
+	stop := time.Now()
+	require.NoError(t, expA.Shutdown(context.Background()))
+	require.NoError(t, extA.Shutdown(context.Background()))
+	t.Logf("exporter A and its storage shut down in %v", time.Since(stop).Round(time.Millisecond))
+
+	require.NoError(t, r.srv.StartAPIServer())
+	extB := outageFileStorage(t, dir)
+	expB, telB := r.outageExporter(t, outageHost{outageStorageID: extB}, persistent)
+	t.Cleanup(func() {
+		require.NoError(t, expB.Shutdown(context.Background()))
+		require.NoError(t, extB.Shutdown(context.Background()))
+	})
+	up := time.Now()
+
+	var have int
+	if !assert.Eventually(t, func() bool {
+		_, cnt, err := r.eventCounts(t)
+		have = cnt
+		return err == nil && cnt == n
+	}, 30*time.Second, 100*time.Millisecond) {
+		t.Fatalf("exporter B wrote %d of %d Events", have, n)
+	}
+	t.Logf("exporter B wrote all %d in %v", n, time.Since(up).Round(time.Millisecond))
+	got, cnt, err := r.eventCounts(t)
+	require.NoError(t, err)
+	assert.Equal(t, n, cnt)
+	for i := range n {
+		assert.Contains(t, got, fmt.Sprintf("web-1.persisted-%02d", i))
+	}
+	assert.Equal(t, int64(n),
+		counter(t, telB, "otelcol_exporter_k8sevent_writes", "outcome", "created")+
+			counter(t, telB, "otelcol_exporter_k8sevent_writes", "outcome", "patched_after_409"))
+}
