@@ -268,3 +268,16 @@ func TestRestartListsWhatItWroteBefore(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, int32(2), got.Series.Count)
 }
+
+// TestAutoChoosesEventsV1WhenServed: api auto asks discovery once.
+func TestAutoChoosesEventsV1WhenServed(t *testing.T) {
+	r := newRig(t)
+	exp, tel := r.start(t, nil) // api: auto
+	send(t, exp, record("web-1.auto", k8sevent.StateSingleton, 1, t0))
+	require.Eventually(t, func() bool { return counter(t, tel, "otelcol_exporter_k8sevent_writes", "outcome", "created") == 1 },
+		30*time.Second, 20*time.Millisecond)
+	got, err := r.srv.Clientset().EventsV1().Events("shop").Get(context.Background(), "web-1.auto", metav1.GetOptions{})
+	require.NoError(t, err)
+	assert.True(t, got.EventTime.Time.Equal(t0), "written through events.k8s.io/v1 (eventTime set)")
+	assert.Zero(t, got.DeprecatedCount, "no legacy count")
+}
