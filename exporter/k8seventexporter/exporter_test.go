@@ -191,9 +191,10 @@ func TestIdempotentWrites(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, int32(2), got.Series.Count)
 
-	// Another exporter (a restart, a retry after a timeout) does not know the
-	// object: its create answers AlreadyExists and it patches instead.
-	exp2, tel2 := r.start(t, func(c *Config) { c.API = k8sevent.APIEventsV1 })
+	// An exporter that does not know the object (another reporting
+	// controller, so its listing at start does not find it; or a create
+	// retried after a timeout): the create answers AlreadyExists, it patches.
+	exp2, tel2 := r.start(t, func(c *Config) { c.API, c.ReportingController = k8sevent.APIEventsV1, "k8sevents.io/other" })
 	send(t, exp2, record(name, k8sevent.StateOngoing, 7, t0.Add(time.Minute)))
 	require.Eventually(t, func() bool {
 		return counter(t, tel2, "otelcol_exporter_k8sevent_writes", "outcome", "patched_after_409") == 1
