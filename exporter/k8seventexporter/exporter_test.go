@@ -218,12 +218,15 @@ func TestBadInputNeverReachesTheAPIServer(t *testing.T) {
 	badName := record("Not A Valid Name!", k8sevent.StateSingleton, 1, t0)
 	elsewhere := record("web-1.elsewhere", k8sevent.StateSingleton, 1, t0)
 	elsewhere.Regarding.Namespace = "other"
+	badNamespace := record("web-1.badns", k8sevent.StateSingleton, 1, t0)
+	badNamespace.Regarding.Namespace = "Bad_Namespace"
 	good := record("web-1.good", k8sevent.StateSingleton, 1, t0)
-	send(t, exp, noRegarding, hugeNote, badName, elsewhere, good)
+	send(t, exp, noRegarding, hugeNote, badName, elsewhere, badNamespace, good)
 
 	require.Eventually(t, func() bool { return counter(t, tel, "otelcol_exporter_k8sevent_writes", "outcome", "created") == 3 },
 		30*time.Second, 20*time.Millisecond, "the huge note truncated, the bad name replaced, the good one: written; the queue keeps flowing")
-	assert.Equal(t, int64(2), counter(t, tel, "otelcol_exporter_k8sevent_permanent_failures", "reason", "invalid"))
+	assert.Equal(t, int64(3), counter(t, tel, "otelcol_exporter_k8sevent_permanent_failures", "reason", "invalid"),
+		"no regarding object, outside the allowlist, invalid namespace")
 	assert.Equal(t, before, r.apiserverCount(t, "4"), "no write answered 4xx")
 	got, err := r.srv.Clientset().EventsV1().Events("shop").Get(context.Background(), "web-1.hugenote", metav1.GetOptions{})
 	require.NoError(t, err)
