@@ -104,7 +104,11 @@ func (e *k8seventExporter) pushOne(ctx context.Context, rl plog.ResourceLogs, lr
 		return nil
 	}
 	if err := e.w.prepare(&ev, e.instance); err != nil {
-		e.permanent(ctx, "invalid", err)
+		reason := "invalid"
+		if errors.Is(err, errNamespace) {
+			reason = "namespace"
+		}
+		e.permanent(ctx, reason, err)
 		return nil
 	}
 	start := time.Now()

@@ -3,6 +3,7 @@ package k8seventexporter // import "github.com/k8sevents/otel-k8sevents/exporter
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -19,6 +20,9 @@ import (
 
 	"github.com/k8sevents/otel-k8sevents/internal/k8sevent"
 )
+
+// errNamespace marks a record for a namespace outside the allowlist.
+var errNamespace = errors.New("namespace not in the exporter's namespaces")
 
 // knownNames bounds the names the writer remembers having written.
 const knownNames = 16384
@@ -86,7 +90,7 @@ func (w *writer) prepare(ev *k8sevent.Event, instance string) error {
 	}
 	ns := ev.ObjectNamespace()
 	if len(w.cfg.Namespaces) > 0 && !slices.Contains(w.cfg.Namespaces, ns) {
-		return consumererror.NewPermanent(fmt.Errorf("namespace %q is not in the exporter's namespaces", ns))
+		return consumererror.NewPermanent(fmt.Errorf("%w: %q", errNamespace, ns))
 	}
 	if w.cfg.ReportingController != "" && (w.cfg.OverrideReporting || ev.ReportingController == "") {
 		ev.ReportingController = w.cfg.ReportingController
