@@ -1,27 +1,20 @@
 package k8seventsreceiver
 
 import (
-	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/component"
-	"go.opentelemetry.io/collector/confmap/confmaptest"
 
+	"github.com/k8sevents/otel-k8sevents/internal/configtest"
 	"github.com/k8sevents/otel-k8sevents/internal/k8sclient"
 	"github.com/k8sevents/otel-k8sevents/internal/k8sevent"
 )
 
 func loadConfig(t *testing.T, id string) *Config {
-	cm, err := confmaptest.LoadConf(filepath.Join("testdata", "config.yaml"))
-	require.NoError(t, err)
-	cfg := NewFactory().CreateDefaultConfig()
-	sub, err := cm.Sub(id)
-	require.NoError(t, err)
-	require.NoError(t, sub.Unmarshal(cfg))
-	return cfg.(*Config)
+	return configtest.Load(t, NewFactory().CreateDefaultConfig().(*Config), id)
 }
 
 func TestLoadConfig(t *testing.T) {
