@@ -146,7 +146,7 @@ func TestOutageLosesNothing(t *testing.T) {
 	firstHalf := time.Since(begin)
 	// Stop while the queue drains: every object exists, most updates are pending.
 	require.Eventually(t, func() bool {
-		return counter(t, tel, "otelcol_exporter_k8sevent_writes", "outcome", "created") == objects
+		return createdOrAdopted(t, tel) == objects
 	}, 30*time.Second, 10*time.Millisecond)
 	writtenBefore := counter(t, tel, "otelcol_exporter_k8sevent_writes", "outcome", "created") +
 		counter(t, tel, "otelcol_exporter_k8sevent_writes", "outcome", "patched")
