@@ -5,7 +5,7 @@ PKGS    := ./...
 # Tests that need a real API server find the binaries here.
 export KUBETEST_BIN_DIR := $(BIN)
 
-.PHONY: all build test lint bench fuzz apiserver generate streams run
+.PHONY: all build test lint bench fuzz apiserver generate streams run otelcol
 
 all: build
 
@@ -35,6 +35,15 @@ fuzz:
 ## apiserver: bin/kube-apiserver and bin/etcd built from the Go module proxy (skipped when present).
 apiserver:
 	tools/kube/build.sh $(BIN)
+
+## otelcol: bin/otelcol-k8sevents, the distribution of builder-config.yaml (ocb installed into bin/ when missing).
+OCB_VERSION := v0.161.0
+otelcol: $(BIN)/builder
+	$(BIN)/builder --config builder-config.yaml
+	cp otelcol-k8sevents/otelcol-k8sevents $(BIN)/otelcol-k8sevents
+
+$(BIN)/builder:
+	GOBIN=$(BIN) $(GO) install go.opentelemetry.io/collector/cmd/builder@$(OCB_VERSION)
 
 ## generate: mdatagen output of every component.
 generate:
