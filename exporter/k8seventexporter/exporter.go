@@ -19,6 +19,7 @@ import (
 
 	"github.com/k8sevents/otel-k8sevents/exporter/k8seventexporter/internal/metadata"
 	"github.com/k8sevents/otel-k8sevents/internal/k8sevent"
+	"github.com/k8sevents/otel-k8sevents/internal/ratelog"
 )
 
 type k8seventExporter struct {
@@ -28,7 +29,7 @@ type k8seventExporter struct {
 	client    kubernetes.Interface // set by tests; else built at start
 	instance  string
 	w         *writer
-	loggedAt  map[string]time.Time
+	logRate   *ratelog.Limiter[string]
 }
 
 func newExporter(set exporter.Settings, cfg *Config) (*k8seventExporter, error) {
@@ -41,7 +42,7 @@ func newExporter(set exporter.Settings, cfg *Config) (*k8seventExporter, error) 
 		instance, _ = os.Hostname()
 	}
 	return &k8seventExporter{cfg: cfg, logger: set.Logger, telemetry: tb, instance: k8sevent.Truncate(instance, k8sevent.MaxFieldBytes),
-		loggedAt: map[string]time.Time{}}, nil
+		logRate: ratelog.New[string](time.Minute)}, nil
 }
 
 func (e *k8seventExporter) start(ctx context.Context, _ component.Host) error {
@@ -137,8 +138,7 @@ var outcomeNames = map[outcome]string{created: "created", patched: "patched",
 // permanent counts a dropped record and logs it once a minute per reason.
 func (e *k8seventExporter) permanent(ctx context.Context, reason string, err error) {
 	e.telemetry.ExporterK8seventPermanentFailures.Add(ctx, 1, metric.WithAttributes(attribute.String("reason", reason)))
-	if time.Since(e.loggedAt[reason]) >= time.Minute {
-		e.loggedAt[reason] = time.Now()
+	if e.logRate.Allow(reason, time.Now()) {
 		e.logger.Warn("Dropped an event record (logged once a minute per reason)", zap.String("reason", reason), zap.Error(err))
 	}
 }

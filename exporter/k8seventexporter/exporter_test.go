@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -13,7 +14,9 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/component/componenttest"
+	"go.opentelemetry.io/collector/config/configoptional"
 	"go.opentelemetry.io/collector/exporter"
+	"go.opentelemetry.io/collector/exporter/exporterhelper"
 	"go.opentelemetry.io/collector/exporter/exportertest"
 	"go.opentelemetry.io/collector/pdata/plog"
 	"go.opentelemetry.io/otel/attribute"
@@ -296,4 +299,30 @@ func TestAutoChoosesEventsV1WhenServed(t *testing.T) {
 	require.NoError(t, err)
 	assert.True(t, got.EventTime.Time.Equal(t0), "written through events.k8s.io/v1 (eventTime set)")
 	assert.Zero(t, got.DeprecatedCount, "no legacy count")
+}
+
+// TestConcurrentPushes: with the queue off (or more consumers) the pipeline
+// calls the exporter from several goroutines at once.
+func TestConcurrentPushes(t *testing.T) {
+	r := newRig(t)
+	exp, tel := r.start(t, func(c *Config) {
+		c.API = k8sevent.APIEventsV1
+		c.Queue = configoptional.None[exporterhelper.QueueBatchConfig]()
+		c.Namespaces = []string{"shop"}
+	})
+	var wg sync.WaitGroup
+	for g := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 10 {
+				bad := record(fmt.Sprintf("web-1.elsewhere-%d-%d", g, i), k8sevent.StateSingleton, 1, t0)
+				bad.Regarding.Namespace = "other"
+				send(t, exp, record(fmt.Sprintf("web-1.concurrent-%d-%d", g, i), k8sevent.StateSingleton, 1, t0), bad)
+			}
+		}()
+	}
+	wg.Wait()
+	assert.Equal(t, int64(40), createdOrAdopted(t, tel))
+	assert.Equal(t, int64(40), counter(t, tel, "otelcol_exporter_k8sevent_permanent_failures", "reason", "namespace"))
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/hashicorp/golang-lru/v2/simplelru"
@@ -45,7 +46,22 @@ type writer struct {
 	cs    kubernetes.Interface
 	api   string
 	cfg   *Config
+	mu    sync.Mutex                    // guards known; never held across an API call
 	known *simplelru.LRU[string, int64] // namespace/name written -> its count
+}
+
+// remember notes the count written for key.
+func (w *writer) remember(key string, count int64) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.known.Add(key, count)
+}
+
+// recall is the count last written for key, if known.
+func (w *writer) recall(key string) (int64, bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.known.Get(key)
 }
 
 func newWriter(cs kubernetes.Interface, api string, cfg *Config) *writer {
@@ -72,7 +88,7 @@ func (w *writer) learn(ctx context.Context, controller string, pageSize int64) (
 			if ev.Series != nil {
 				count = int64(ev.Series.Count)
 			}
-			w.known.Add(ev.Namespace+"/"+ev.Name, max(count, 1))
+			w.remember(ev.Namespace+"/"+ev.Name, max(count, 1))
 			n++
 		}
 		if l.Continue == "" {
@@ -138,11 +154,11 @@ func (w *writer) prepare(ev *k8sevent.Event, instance string) error {
 // write makes the API write for a prepared Event.
 func (w *writer) write(ctx context.Context, ev *k8sevent.Event) (outcome, error) {
 	key, count := ev.ObjectNamespace()+"/"+ev.Name, max(ev.Count, ev.SeriesCount, 1)
-	if last, ok := w.known.Get(key); ok {
+	if last, ok := w.recall(key); ok {
 		if count < last {
 			return stale, nil // an older record after a newer one: never lower a count
 		}
-		w.known.Add(key, count)
+		w.remember(key, count)
 		err := w.patch(ctx, ev)
 		if apierrors.IsNotFound(err) {
 			if err = w.create(ctx, ev); err == nil {
@@ -154,12 +170,12 @@ func (w *writer) write(ctx context.Context, ev *k8sevent.Event) (outcome, error)
 	err := w.create(ctx, ev)
 	if apierrors.IsAlreadyExists(err) {
 		if err = w.patch(ctx, ev); err == nil {
-			w.known.Add(key, count)
+			w.remember(key, count)
 			return patchedAfter409, nil
 		}
 	}
 	if err == nil {
-		w.known.Add(key, count)
+		w.remember(key, count)
 	}
 	return created, w.classify(err, "create", ev)
 }

@@ -15,6 +15,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/k8sevents/otel-k8sevents/internal/k8sevent"
+	"github.com/k8sevents/otel-k8sevents/internal/ratelog"
 	"github.com/k8sevents/otel-k8sevents/processor/eventseriesprocessor/internal/engine"
 	"github.com/k8sevents/otel-k8sevents/processor/eventseriesprocessor/internal/metadata"
 )
@@ -37,7 +38,7 @@ type eventSeriesProcessor struct {
 	engine    *engine.Engine
 	watermark int64
 	reported  engine.Stats
-	loggedAt  map[k8sevent.Problem]time.Time
+	logRate   *ratelog.Limiter[k8sevent.Problem]
 	timerAt   int64 // deadline the timer goroutine waits for; 0 when none
 
 	wake chan struct{}
@@ -58,7 +59,7 @@ func newProcessor(set processor.Settings, cfg *Config, next consumer.Logs, clock
 		cfg: cfg, next: next, logger: set.Logger, telemetry: tb, clock: clock,
 		eventTime: cfg.TimeSource == timeEvent,
 		engine:    eng,
-		loggedAt:  map[k8sevent.Problem]time.Time{},
+		logRate:   ratelog.New[k8sevent.Problem](problemLogInterval),
 		wake:      make(chan struct{}, 1),
 		done:      make(chan struct{}),
 	}, nil
@@ -249,11 +250,9 @@ func (p *eventSeriesProcessor) outcome() string {
 }
 
 func (p *eventSeriesProcessor) logProblem(problems k8sevent.Problem, ev *k8sevent.Event) {
-	now := p.clock()
-	if now.Sub(p.loggedAt[problems]) < problemLogInterval {
+	if !p.logRate.Allow(problems, p.clock()) {
 		return
 	}
-	p.loggedAt[problems] = now
 	p.logger.Warn("Bad event record (logged once a minute per kind of problem)",
 		zap.Stringer("problems", problems), zap.String("reason", ev.Reason),
 		zap.String("regarding", ev.Regarding.Kind+"/"+ev.Regarding.Namespace+"/"+ev.Regarding.Name))
