@@ -1,0 +1,121 @@
+// Package childproc runs helper binaries (etcd, kube-apiserver, the collector)
+// as child processes that log to a file and never outlive their parent.
+package childproc
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"syscall"
+	"time"
+)
+
+// Process is a running child whose stdout and stderr go to a log file.
+type Process struct {
+	Name    string
+	LogPath string
+	cmd     *exec.Cmd
+	done    chan struct{} // closed when the process has exited
+	err     error         // Wait's result, set before done is closed
+}
+
+// Start starts bin with args; env is appended to the parent's environment.
+func Start(bin string, args, env []string, logPath string) (*Process, error) {
+	logFile, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("open log of %s: %w", bin, err)
+	}
+	cmd := exec.Command(bin, args...)
+	cmd.Stdout = logFile
+	cmd.Stderr = logFile
+	cmd.Env = append(os.Environ(), env...)
+	cmd.SysProcAttr = sysProcAttr()
+	onSpawnThread(func() { err = cmd.Start() })
+	if err != nil {
+		logFile.Close()
+		return nil, fmt.Errorf("start %s: %w", bin, err)
+	}
+	p := &Process{Name: filepath.Base(bin), LogPath: logPath, cmd: cmd, done: make(chan struct{})}
+	go func() {
+		p.err = cmd.Wait()
+		logFile.Close()
+		close(p.done)
+	}()
+	return p, nil
+}
+
+// Pid is the child's process id.
+func (p *Process) Pid() int { return p.cmd.Process.Pid }
+
+// Done is closed when the process has exited.
+func (p *Process) Done() <-chan struct{} { return p.done }
+
+// Exited says whether the process has exited, and with what.
+func (p *Process) Exited() (bool, error) {
+	select {
+	case <-p.done:
+		return true, p.err
+	default:
+		return false, nil
+	}
+}
+
+// Stop sends SIGTERM, waits up to grace and then kills the process. It
+// returns the exit error of a process that ended on SIGTERM with a failure,
+// or an error when it had to be killed.
+func (p *Process) Stop(grace time.Duration) error {
+	if exited, _ := p.Exited(); exited {
+		return nil
+	}
+	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		_ = p.cmd.Process.Kill()
+	}
+	select {
+	case <-p.done:
+		return p.exitError()
+	case <-time.After(grace):
+	}
+	_ = p.cmd.Process.Kill()
+	select {
+	case <-p.done:
+		return fmt.Errorf("%s did not stop within %v after SIGTERM; killed it", p.Name, grace)
+	case <-time.After(10 * time.Second):
+		return fmt.Errorf("%s (pid %d) did not exit after SIGKILL", p.Name, p.cmd.Process.Pid)
+	}
+}
+
+// Kill ends the process at once, as a crash would.
+func (p *Process) Kill() {
+	_ = p.cmd.Process.Kill()
+	<-p.done
+}
+
+func (p *Process) exitError() error {
+	if p.err == nil {
+		return nil
+	}
+	// A signal-terminated exit after SIGTERM is a normal stop for servers
+	// that do not catch it.
+	if ee, ok := p.err.(*exec.ExitError); ok {
+		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() && ws.Signal() == syscall.SIGTERM {
+			return nil
+		}
+	}
+	return fmt.Errorf("%s exited: %w", p.Name, p.err)
+}
+
+// Tail is the end of the process's log, for error messages.
+func (p *Process) Tail(maxBytes int) string { return Tail(p.LogPath, maxBytes) }
+
+// Tail is the end of a file, or "" when it cannot be read.
+func Tail(path string, maxBytes int) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return ""
+	}
+	if len(b) > maxBytes {
+		b = b[len(b)-maxBytes:]
+	}
+	return string(b)
+}
