@@ -46,6 +46,13 @@ func freePort(t *testing.T) int {
 // merged). dir keeps its configs and log across restarts.
 func startCollector(t *testing.T, dir, cfg string) *collector {
 	t.Helper()
+	return startCollectorEnv(t, dir, cfg, nil)
+}
+
+// startCollectorEnv is startCollector with environment variables (NAME=value)
+// for the ${env:NAME} references of a ready configuration.
+func startCollectorEnv(t *testing.T, dir, cfg string, env []string) *collector {
+	t.Helper()
 	c := &collector{health: freePort(t), metrics: freePort(t)}
 	overlay := fmt.Sprintf(`
 extensions:
@@ -60,7 +67,7 @@ service:
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	proc, err := collectorproc.Start(ctx, collectorproc.Options{
-		Binary: binary(t), Config: cfg, Overlays: []string{overlay}, Dir: dir,
+		Binary: binary(t), Config: cfg, Overlays: []string{overlay}, Dir: dir, Env: env,
 		HealthURL: fmt.Sprintf("http://127.0.0.1:%d/", c.health),
 	})
 	require.NoError(t, err, "config:\n%s", cfg)
