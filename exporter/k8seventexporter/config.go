@@ -59,10 +59,13 @@ func createDefaultConfig() *Config {
 
 // defaultQueue has one consumer: the records of one Event object must be
 // written in order (a create before its patches, a lower count never over a
-// higher one), and the QPS cap, not concurrency, bounds the write rate.
+// higher one), and the QPS cap, not concurrency, bounds the write rate. A
+// full queue blocks instead of refusing: a refused batch goes back upstream,
+// and a sender that retries it has the processor count its occurrences twice.
 func defaultQueue() exporterhelper.QueueBatchConfig {
 	q := exporterhelper.NewDefaultQueueConfig()
 	q.NumConsumers = 1
+	q.BlockOnOverflow = true
 	return q
 }
 

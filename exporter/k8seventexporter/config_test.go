@@ -22,6 +22,7 @@ func TestLoadConfig(t *testing.T) {
 	assert.Equal(t, def, loadConfig(t, "k8sevent"))
 	require.NoError(t, def.Validate())
 	assert.Equal(t, 1, def.Queue.Get().NumConsumers, "one consumer keeps each object's records in order")
+	assert.True(t, def.Queue.Get().BlockOnOverflow, "a refused batch would be retried upstream and counted twice by the processor")
 
 	got := loadConfig(t, "k8sevent/all")
 	require.NoError(t, got.Validate())
