@@ -1,0 +1,179 @@
+// Package stormsend replays a storm (internal/storm) at a chosen speed: as
+// OTLP logs to a collector, or as Events written to an API server, either
+// directly (what an emitter without compression writes) or through
+// client-go's recorders (what Kubernetes components write). Every replay is
+// bounded in occurrences and wall time and reports what it wrote.
+package stormsend
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"sync/atomic"
+	"time"
+
+	"github.com/k8sevents/otel-k8sevents/internal/storm"
+)
+
+const defaultMaxDuration = 10 * time.Minute
+
+// Options pace and bound one replay.
+type Options struct {
+	Speed       float64       // 0: as fast as possible; 1: real time; N: gaps between occurrence times divided by N
+	MaxEvents   int           // 0: every occurrence
+	MaxDuration time.Duration // hard bound on the replay's wall time; 0 means 10 minutes
+	Restamp     bool          // occurrence times become "now" (wall time when sent), for processing-time pipelines
+	Progress    func(Stats)   // called at most once a second and once at the end; nil: none
+}
+
+// Stats is what a replay did.
+type Stats struct {
+	Occurrences int           // occurrences handed to the sink
+	Writes      int64         // API modes: successful event create/patch/update requests; OTLP: records accepted
+	Failures    int64         // failed requests (OTLP: records not accepted)
+	Elapsed     time.Duration // wall time, including the wait for asynchronous recorders
+}
+
+// errMaxDuration ends a replay that reached Options.MaxDuration: an
+// expected end, not an error for the caller.
+var errMaxDuration = errors.New("max duration reached")
+
+// counters are shared with the goroutines that report progress and, in the
+// API modes, with the HTTP transport that counts the writes.
+type counters struct {
+	occurrences atomic.Int64
+	writes      atomic.Int64
+	failures    atomic.Int64
+	lastRetried atomic.Int64 // Unix ns of the last failure a recorder retries after a sleep (transport error, 409, 429, 5xx)
+	inflight    atomic.Int64 // event writes under way
+}
+
+// replay is one run over a stream: the occurrences, the wall clock they are
+// paced on, and what was done so far.
+type replay struct {
+	opts     Options
+	occs     []storm.Occurrence
+	start    time.Time
+	deadline time.Time
+	c        counters
+	stop     chan struct{} // closes the progress goroutine
+	stopped  chan struct{}
+}
+
+func newReplay(occs []storm.Occurrence, opts Options) (*replay, error) {
+	switch {
+	case opts.Speed < 0 || math.IsNaN(opts.Speed) || math.IsInf(opts.Speed, 0):
+		return nil, fmt.Errorf("speed %v: want 0 (as fast as possible) or a positive factor", opts.Speed)
+	case opts.MaxEvents < 0:
+		return nil, fmt.Errorf("max events %d: want 0 (all) or more", opts.MaxEvents)
+	case opts.MaxDuration < 0:
+		return nil, fmt.Errorf("max duration %v: want 0 (10 minutes) or more", opts.MaxDuration)
+	}
+	if opts.MaxDuration == 0 {
+		opts.MaxDuration = defaultMaxDuration
+	}
+	if opts.MaxEvents > 0 && opts.MaxEvents < len(occs) {
+		occs = occs[:opts.MaxEvents]
+	}
+	r := &replay{opts: opts, occs: occs, start: time.Now(), stop: make(chan struct{}), stopped: make(chan struct{})}
+	r.deadline = r.start.Add(opts.MaxDuration)
+	go r.report()
+	return r, nil
+}
+
+// report calls Progress once a second until finish.
+func (r *replay) report() {
+	defer close(r.stopped)
+	if r.opts.Progress == nil {
+		return
+	}
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	for {
+		select {
+		case <-r.stop:
+			return
+		case <-tick.C:
+			r.opts.Progress(r.stats())
+		}
+	}
+}
+
+func (r *replay) stats() Stats {
+	return Stats{
+		Occurrences: int(r.c.occurrences.Load()),
+		Writes:      r.c.writes.Load(),
+		Failures:    r.c.failures.Load(),
+		Elapsed:     time.Since(r.start),
+	}
+}
+
+// due is when occurrence i is to be sent: its distance from the first
+// occurrence, divided by the speed, after the start.
+func (r *replay) due(i int) time.Time {
+	if r.opts.Speed == 0 {
+		return r.start
+	}
+	gap := float64(r.occs[i].Time.Sub(r.occs[0].Time)) / r.opts.Speed
+	// Anything beyond the deadline is as good as the deadline; capped, the
+	// conversion cannot overflow.
+	return r.start.Add(time.Duration(min(gap, float64(r.opts.MaxDuration+time.Second))))
+}
+
+// wait sleeps until occurrence i is due; it ends early with ctx's error,
+// or with errMaxDuration when the occurrence is due after the deadline.
+func (r *replay) wait(ctx context.Context, i int) error {
+	at := r.due(i)
+	if at.After(r.deadline) {
+		at = r.deadline
+	}
+	if err := sleepUntil(ctx, at); err != nil {
+		return err
+	}
+	if !time.Now().Before(r.deadline) {
+		return errMaxDuration
+	}
+	return nil
+}
+
+func sleepUntil(ctx context.Context, at time.Time) error {
+	d := time.Until(at)
+	if d <= 0 {
+		return ctx.Err()
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+// stamp is the time an occurrence is sent with.
+func (r *replay) stamp(t time.Time) time.Time {
+	if r.opts.Restamp {
+		return time.Now()
+	}
+	return t
+}
+
+// finish stops the progress reports, reports the final stats and returns
+// them with err, unless err only says that the replay reached its bound.
+func (r *replay) finish(ctx context.Context, err error) (Stats, error) {
+	close(r.stop)
+	<-r.stopped
+	st := r.stats()
+	if r.opts.Progress != nil {
+		r.opts.Progress(st)
+	}
+	switch {
+	case ctx.Err() != nil:
+		return st, fmt.Errorf("replay stopped after %d occurrences: %w", st.Occurrences, ctx.Err())
+	case errors.Is(err, errMaxDuration):
+		return st, nil
+	}
+	return st, err
+}
