@@ -1,0 +1,281 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/k8sevents/otel-k8sevents/internal/kubetest"
+	"github.com/k8sevents/otel-k8sevents/internal/storm"
+	"github.com/k8sevents/otel-k8sevents/internal/stormsend"
+)
+
+// mirrorSpec is a collector that watches the Events of cluster A and writes
+// the compressed result to cluster B: k8sevents → eventseries → k8sevent.
+type mirrorSpec struct {
+	kubeA, kubeB string
+	controller   string   // the exporter's reporting controller: names what it wrote in B
+	namespaces   []string // watched in A; empty: all
+	storage      string   // file_storage directory for the checkpoint and the queue; "": none
+}
+
+// config is the collector configuration. The processor keeps its defaults
+// (series mode, processing time, finish_after 6m): no series ends during a
+// test, so the open ones reach B only through the shutdown flush, which is
+// what a SIGTERM must deliver. The exporter's QPS cap is raised only to keep
+// the test short. initial: all, because A is empty when the collector
+// starts and nothing written before the first watch may be missed.
+func (s mirrorSpec) config() string {
+	var b strings.Builder
+	exts := "health_check"
+	if s.storage != "" {
+		exts += ", file_storage"
+		fmt.Fprintf(&b, "extensions:\n  file_storage: {directory: %q, create_directory: true}\n", s.storage)
+	}
+	fmt.Fprintf(&b, "receivers:\n  k8sevents:\n    auth_type: kubeConfig\n    kubeconfig: %q\n    initial: all\n", s.kubeA)
+	if len(s.namespaces) > 0 {
+		fmt.Fprintf(&b, "    namespaces: [%s]\n", strings.Join(s.namespaces, ", "))
+	}
+	if s.storage != "" {
+		b.WriteString("    storage: file_storage\n")
+	}
+	b.WriteString("processors:\n  eventseries:\n")
+	fmt.Fprintf(&b, "exporters:\n  k8sevent:\n    auth_type: kubeConfig\n    kubeconfig: %q\n"+
+		"    reporting_controller: %s\n    reporting_instance: e2e-mirror\n    qps: 100\n    burst: 200\n", s.kubeB, s.controller)
+	if s.storage != "" {
+		b.WriteString("    sending_queue: {storage: file_storage}\n")
+	}
+	fmt.Fprintf(&b, "service:\n  extensions: [%s]\n  pipelines:\n    logs:\n"+
+		"      receivers: [k8sevents]\n      processors: [eventseries]\n      exporters: [k8sevent]\n", exts)
+	return b.String()
+}
+
+// stormWindow is the first d of a built-in scenario.
+func stormWindow(t *testing.T, name string, d time.Duration) []storm.Occurrence {
+	t.Helper()
+	occs, err := storm.Scenario(name)
+	require.NoError(t, err)
+	end := storm.Start.Add(d)
+	for i, o := range occs {
+		if !o.Time.Before(end) { // scenarios are in time order
+			return occs[:i]
+		}
+	}
+	return occs
+}
+
+// mergeStorms interleaves storms in time order.
+func mergeStorms(storms ...[]storm.Occurrence) []storm.Occurrence {
+	var out []storm.Occurrence
+	for _, s := range storms {
+		out = append(out, s...)
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Time.Before(out[j].Time) })
+	return out
+}
+
+// stormNamespaces lists the namespaces of the storms' regarding objects.
+func stormNamespaces(storms ...[]storm.Occurrence) []string {
+	set := map[string]bool{}
+	for _, s := range storms {
+		for i := range s {
+			set[s[i].Regarding.Namespace] = true
+		}
+	}
+	var out []string
+	for ns := range set {
+		out = append(out, ns)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// awaitMirrored writes a marker Event into every namespace in A and waits
+// until all of them are in B: one watch per namespace keeps order only
+// within its namespace, so each namespace needs its own marker.
+func awaitMirrored(ctx context.Context, t *testing.T, a, b kubernetes.Interface, nss []string, id string, timeout time.Duration) {
+	t.Helper()
+	pod := "e2e-marker-" + id
+	for _, ns := range nss {
+		require.NoError(t, writeMarker(ctx, a, ns, pod))
+	}
+	eventually(t, timeout, func() (bool, string) {
+		for _, ns := range nss {
+			ok, err := hasMarker(ctx, b, ns, pod)
+			if err != nil || !ok {
+				return false, fmt.Sprintf("marker %s/%s not mirrored yet (%v)", ns, pod, err)
+			}
+		}
+		return true, ""
+	})
+}
+
+// mirrorResult is A and B after a mirror run.
+type mirrorResult struct {
+	a, b       eventTally
+	bEvents    []corev1.Event
+	aWrites    int64 // Event writes A answered (the recorders' and the markers')
+	bWrites    int64 // Event writes B answered: the exporter's
+	lines      []string
+	missing    int64 // occurrences of A not in B
+	extra      int64 // occurrences in B beyond A's
+	overlapped []string
+}
+
+// eventWritesOf reads how many Event writes A and B have answered so far.
+func eventWritesOf(ctx context.Context, t *testing.T, a, b kubernetes.Interface) [2]int64 {
+	t.Helper()
+	var n [2]int64
+	for i, cs := range []kubernetes.Interface{a, b} {
+		var err error
+		n[i], err = eventWrites(ctx, cs)
+		require.NoError(t, err)
+	}
+	return n
+}
+
+// compareMirror reads A's Events of the namespaces and B's Events by the
+// controller, and compares them per (regarding object, reason). before is
+// what eventWritesOf said when the run started.
+func compareMirror(ctx context.Context, t *testing.T, a, b kubernetes.Interface, nss []string, controller string, before [2]int64) mirrorResult {
+	t.Helper()
+	aEvents, err := listEvents(ctx, a, inNamespaces(nss...))
+	require.NoError(t, err)
+	bEvents, err := listEvents(ctx, b, byController(controller))
+	require.NoError(t, err)
+	r := mirrorResult{a: tallyEvents(aEvents), b: tallyEvents(bEvents), bEvents: bEvents}
+	r.lines, r.missing, r.extra = diffTallies(r.a, r.b, 20)
+	r.overlapped = overlappingObjects(bEvents, 20, false)
+	after := eventWritesOf(ctx, t, a, b)
+	r.aWrites, r.bWrites = after[0]-before[0], after[1]-before[1]
+	if len(r.lines) > 0 {
+		logObjects(t, aEvents, bEvents, r.a, r.b, 3)
+	}
+	keys, multi := multiObjectKeys(bEvents)
+	t.Logf("A: %d occurrences of %d pairs in %d objects, %d event writes; B: %d occurrences of %d pairs in %d objects (%d series keys, %d with more than one object), %d event writes; missing %d, extra %d",
+		r.a.Occurrences, len(r.a.Pairs), r.a.Objects, r.aWrites, r.b.Occurrences, len(r.b.Pairs), r.b.Objects, keys, multi, r.bWrites, r.missing, r.extra)
+	return r
+}
+
+// logObjects shows, for the first n pairs whose totals differ, the objects
+// behind them in A and in B: which object counts what.
+func logObjects(t *testing.T, aEvents, bEvents []corev1.Event, a, b eventTally, n int) {
+	t.Helper()
+	var pairs []eventPair
+	for p, want := range a.Pairs {
+		if b.Pairs[p] != want {
+			pairs = append(pairs, p)
+		}
+	}
+	sort.Slice(pairs, func(i, j int) bool { return pairs[i].String() < pairs[j].String() })
+	describe := func(evs []corev1.Event, p eventPair) string {
+		var out []string
+		for i := range evs {
+			if pairOf(&evs[i]) == p {
+				first, last := eventSpan(&evs[i])
+				out = append(out, fmt.Sprintf("%s count %d [%s .. %s]", evs[i].Name, eventOccurrences(&evs[i]),
+					first.Format("15:04:05.000"), last.Format("15:04:05.000")))
+			}
+		}
+		return strings.Join(out, "; ")
+	}
+	for _, p := range pairs[:min(n, len(pairs))] {
+		t.Logf("%v\n  A: %s\n  B: %s", p, describe(aEvents, p), describe(bEvents, p))
+	}
+}
+
+// logPipeline logs what the collector's components counted.
+func logPipeline(t *testing.T, name string, c *collector) {
+	t.Helper()
+	m := c.scrape(t)
+	t.Logf("%s: receiver events %v, processor occurrences %v, records out %v (compressed %v, spam held %v), exporter writes %v (stale %v), permanent failures %v, retryable %v",
+		name, m.Sum("otelcol_receiver_k8sevents_events_received"), m.Sum("otelcol_processor_eventseries_occurrences"),
+		m.Sum("otelcol_processor_eventseries_records_out"), m.Sum("otelcol_processor_eventseries_compressed"),
+		m.Sum("otelcol_processor_eventseries_spam_dropped"), m.Sum("otelcol_exporter_k8sevent_writes"),
+		m.Sum("otelcol_exporter_k8sevent_writes", "outcome=stale"),
+		m.Sum("otelcol_exporter_k8sevent_permanent_failures"), m.Sum("otelcol_exporter_k8sevent_retryable_failures"))
+	assert.Zero(t, m.Sum("otelcol_exporter_k8sevent_permanent_failures"), "%s: no record may be dropped for good", name)
+}
+
+// assertExact checks what a mirror promises: per (object, reason) B holds
+// exactly A's total (nothing lost, nothing counted twice), and no two
+// objects in B claim the same occurrences.
+func assertExact(t *testing.T, r mirrorResult) {
+	t.Helper()
+	assert.Zero(t, r.missing, "occurrences of A lost on the way to B")
+	assert.Zero(t, r.extra, "occurrences counted more than once in B")
+	assert.Empty(t, r.lines, "per (object, reason): A's total count must be B's")
+	assert.Empty(t, r.overlapped, "duplicate objects in B")
+}
+
+// TestMirror is end-to-end test 2: client-go's recorders write a storm into
+// API server A (tools/record: core/v1 Events with counts, for the crashloop
+// and cronjob storms; tools/events: events.k8s.io series, for the image pull
+// and failed scheduling storms, at the same time); the collector mirrors A
+// into B. Every (regarding object, reason) of A must be in B with exactly
+// A's total count, and no two objects in B may claim the same occurrences.
+//
+// Exact counts need the SIGTERM: open series (finish_after 6m) reach B
+// with their full count only through the processor's shutdown flush, so
+// waiting for B to stop changing would leave them at count 2. The markers
+// say when everything written to A went through before the SIGTERM.
+func TestMirror(t *testing.T) {
+	binary(t) // skips before starting API servers when the collector is not built
+	start := time.Now()
+	srvA, srvB := kubetest.Start(t), kubetest.Start(t)
+	a, b := srvA.Clientset(), srvB.Clientset()
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+
+	legacy := mergeStorms(stormWindow(t, "crashloop", 4*time.Minute), stormWindow(t, "cronjob", 4*time.Minute))
+	series := mergeStorms(stormWindow(t, "imagepull", 4*time.Minute), stormWindow(t, "failedscheduling", 6*time.Minute))
+	nss := stormNamespaces(legacy, series)
+	for _, cs := range []kubernetes.Interface{a, b} {
+		require.NoError(t, stormsend.EnsureNamespaces(ctx, cs, legacy))
+		require.NoError(t, stormsend.EnsureNamespaces(ctx, cs, series))
+	}
+
+	const controller = "k8sevents.io/e2e-mirror"
+	dir := t.TempDir()
+	spec := mirrorSpec{kubeA: srvA.Kubeconfig(t), kubeB: srvB.Kubeconfig(t), controller: controller}
+	c := startCollector(t, dir, spec.config())
+
+	// Both recorders at once, each about 15-25 s of accelerated storm.
+	var wg sync.WaitGroup
+	var stats [2]stormsend.Stats
+	var errs [2]error
+	for i, run := range []struct {
+		occs     []storm.Occurrence
+		recorder string
+	}{{legacy, stormsend.RecorderLegacy}, {series, stormsend.RecorderEvents}} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			stats[i], errs[i] = stormsend.Record(ctx, srvA.RESTConfig(), run.occs, stormsend.Options{Speed: 16, MaxDuration: 2 * time.Minute}, run.recorder)
+		}()
+	}
+	wg.Wait()
+	require.NoError(t, errs[0], "tools/record storm")
+	require.NoError(t, errs[1], "tools/events storm")
+	t.Logf("storm: record %d occurrences, %d writes, %d failures in %v; events %d occurrences, %d writes, %d failures in %v",
+		stats[0].Occurrences, stats[0].Writes, stats[0].Failures, stats[0].Elapsed.Round(time.Millisecond),
+		stats[1].Occurrences, stats[1].Writes, stats[1].Failures, stats[1].Elapsed.Round(time.Millisecond))
+
+	awaitMirrored(ctx, t, a, b, nss, "mirror", 2*time.Minute)
+	logPipeline(t, "before SIGTERM", c)
+	require.NoError(t, c.Stop(time.Minute), "SIGTERM: the processor flushes its open series, the queue drains")
+
+	r := compareMirror(ctx, t, a, b, nss, controller, [2]int64{})
+	assertExact(t, r)
+	assert.Equal(t, len(r.a.Pairs), len(r.b.Pairs), "every pair of A, and nothing else, in B")
+	t.Logf("took %v", time.Since(start).Round(time.Second))
+}

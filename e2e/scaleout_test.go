@@ -1,0 +1,171 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	eventsv1 "k8s.io/api/events/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/k8sevents/otel-k8sevents/internal/kubetest"
+	"github.com/k8sevents/otel-k8sevents/internal/recordermodel"
+	"github.com/k8sevents/otel-k8sevents/internal/storm"
+	"github.com/k8sevents/otel-k8sevents/internal/stormsend"
+)
+
+// TestScaleOut is end-to-end test 3: the mixed storm through one
+// load_balancing collector (testdata/config/tier1-loadbalancer.yaml) in
+// front of three processor collectors (tier2-processor.yaml) writes as many
+// Events (±1%) as one processor collector alone, with the same final count
+// per (object, reason), every object's Events written by one tier-2
+// collector. Both runs use event time, so the result does not depend on how
+// fast this machine is; they share one API server, one after the other, its
+// Events deleted in between (the runs write the same names).
+func TestScaleOut(t *testing.T) {
+	binary(t)
+	occs, err := storm.Scenario("mixed")
+	require.NoError(t, err)
+	tier1, tier2 := readyConfig(t, "tier1-loadbalancer.yaml"), readyConfig(t, "tier2-processor.yaml")
+	srv := kubetest.Start(t)
+	cs := srv.Clientset()
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	require.NoError(t, stormsend.EnsureNamespaces(ctx, cs, occs))
+	env := []string{"K8S_AUTH_TYPE=kubeConfig", "KUBECONFIG=" + srv.Kubeconfig(t),
+		"EVENTSERIES_TIME_SOURCE=event", "K8S_QPS=1000", "K8S_BURST=1000"}
+	truth := map[objectReason]int64{}
+	for i := range occs {
+		o := &occs[i]
+		truth[objectReason{o.Regarding.Namespace + "/" + o.Regarding.Kind + "/" + o.Regarding.Name, o.Reason}]++
+	}
+
+	// The reference: one collector.
+	before := eventRequests(t, cs)
+	endpoint := loopback(t)
+	single := startCollectorEnv(t, t.TempDir(), tier2, append(env, "OTLP_GRPC_ENDPOINT="+endpoint,
+		"REPORTING_CONTROLLER=k8sevents.io/e2e-single", "REPORTING_INSTANCE=single"))
+	sendAll(ctx, t, endpoint, occs)
+	require.NoError(t, single.Stop(time.Minute))
+	singleWrites := settledEventRequests(t, cs) - before
+	one := readScaleOut(t, cs, "k8sevents.io/e2e-single")
+	require.Equal(t, truth, one.counts, "one collector: exact final counts")
+	deleteEvents(ctx, t, cs, occs)
+
+	// Three tier-2 collectors behind one tier-1 collector.
+	before = eventRequests(t, cs)
+	var tier2s []*collector
+	var backends []string
+	for i := range 3 {
+		ep := loopback(t)
+		tier2s = append(tier2s, startCollectorEnv(t, t.TempDir(), tier2, append(env, "OTLP_GRPC_ENDPOINT="+ep,
+			"REPORTING_CONTROLLER=k8sevents.io/e2e-scaled", fmt.Sprintf("REPORTING_INSTANCE=tier2-%d", i))))
+		backends = append(backends, ep)
+	}
+	endpoint = loopback(t)
+	lb := startCollectorEnv(t, t.TempDir(), tier1, []string{"OTLP_GRPC_ENDPOINT=" + endpoint,
+		"TIER2_ENDPOINTS=[" + strings.Join(backends, ", ") + "]"})
+	sendAll(ctx, t, endpoint, occs)
+	// Tier 1 first: its queues drain into tier 2, which then flushes.
+	require.NoError(t, lb.Stop(time.Minute))
+	split := make([]float64, len(tier2s))
+	var total float64
+	for i, c := range tier2s {
+		split[i] = c.scrape(t).Sum("otelcol_processor_eventseries_occurrences")
+		total += split[i]
+		assert.Positive(t, split[i], "tier-2 collector %d got no occurrence", i)
+	}
+	require.Equal(t, float64(len(occs)), total, "occurrences counted by tier 2 after tier 1 stopped: %v", split)
+	for _, c := range tier2s {
+		require.NoError(t, c.Stop(time.Minute))
+	}
+	scaledWrites := settledEventRequests(t, cs) - before
+	three := readScaleOut(t, cs, "k8sevents.io/e2e-scaled")
+
+	assert.Equal(t, one.counts, three.counts, "final counts per (object, reason): three collectors vs one")
+	for obj, instances := range three.writers {
+		assert.Len(t, instances, 1, "%s written by more than one tier-2 collector: %v", obj, instances)
+	}
+	assert.LessOrEqual(t, math.Abs(float64(scaledWrites-singleWrites)), 0.01*float64(singleWrites),
+		"API writes: three collectors %d vs one %d", scaledWrites, singleWrites)
+	t.Logf("mixed: %d occurrences, %d (object, reason) pairs; API writes: one collector %d (%d Events), three %d (%d Events; occurrences per tier-2 collector %v); client-go series recorder %d",
+		len(occs), len(truth), singleWrites, one.events, scaledWrites, three.events, split, recordermodel.Series(occs).Writes)
+}
+
+// objectReason is an (object, reason), the object as namespace/kind/name:
+// the mixed storm has many namespaces.
+type objectReason struct{ object, reason string }
+
+// scaleOutResult is what one run left on the API server.
+type scaleOutResult struct {
+	events  int
+	counts  map[objectReason]int64
+	writers map[string]map[string]bool // object -> reporting instances
+}
+
+func readScaleOut(t *testing.T, cs kubernetes.Interface, controller string) scaleOutResult {
+	t.Helper()
+	r := scaleOutResult{counts: map[objectReason]int64{}, writers: map[string]map[string]bool{}}
+	visitEvents(t, cs, controller, func(ev *eventsv1.Event) {
+		obj := ev.Regarding.Namespace + "/" + ev.Regarding.Kind + "/" + ev.Regarding.Name
+		r.events++
+		r.counts[objectReason{obj, ev.Reason}] += seriesCountOf(ev)
+		if r.writers[obj] == nil {
+			r.writers[obj] = map[string]bool{}
+		}
+		r.writers[obj][ev.ReportingInstance] = true
+	})
+	return r
+}
+
+// readyConfig is a file of testdata/config.
+func readyConfig(t *testing.T, name string) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("..", "testdata", "config", name))
+	require.NoError(t, err)
+	return string(b)
+}
+
+func loopback(t *testing.T) string { return fmt.Sprintf("127.0.0.1:%d", freePort(t)) }
+
+// sendAll replays the storm as fast as the collector takes it, with its own
+// timestamps, and requires every record accepted.
+func sendAll(ctx context.Context, t *testing.T, endpoint string, occs []storm.Occurrence) {
+	t.Helper()
+	st, err := stormsend.OTLP(ctx, endpoint, occs, stormsend.Options{MaxDuration: 2 * time.Minute})
+	require.NoError(t, err)
+	require.Equal(t, int64(len(occs)), st.Writes, "records accepted by %s", endpoint)
+	require.Zero(t, st.Failures)
+}
+
+// deleteEvents removes every Event of the storm's namespaces.
+func deleteEvents(ctx context.Context, t *testing.T, cs kubernetes.Interface, occs []storm.Occurrence) {
+	t.Helper()
+	nss := map[string]bool{}
+	for i := range occs {
+		ev := occs[i].Event()
+		nss[ev.ObjectNamespace()] = true
+	}
+	for ns := range nss {
+		require.NoError(t, cs.CoreV1().Events(ns).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{}), "namespace %s", ns)
+	}
+	eventually(t, 30*time.Second, func() (bool, string) {
+		left := 0
+		for ns := range nss {
+			l, err := cs.CoreV1().Events(ns).List(ctx, metav1.ListOptions{Limit: 1})
+			if err != nil {
+				return false, err.Error()
+			}
+			left += len(l.Items)
+		}
+		return left == 0, fmt.Sprintf("events left in %d namespaces", len(nss))
+	})
+}
