@@ -7,9 +7,11 @@ import (
 )
 
 // sysProcAttr makes the kernel SIGKILL a child when the thread that started it
-// exits, so that no child outlives its parent.
+// exits, so that no child outlives its parent; and puts the child in its own
+// process group, so that a terminal's Ctrl-C reaches the parent only, which
+// then stops its children in order (kube-apiserver before etcd).
 func sysProcAttr() *syscall.SysProcAttr {
-	return &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	return &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
 }
 
 var spawner struct {

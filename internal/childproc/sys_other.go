@@ -5,7 +5,7 @@ package childproc
 import "syscall"
 
 // sysProcAttr returns nil: Pdeathsig exists only on Linux. Elsewhere the
-// processes are stopped by t.Cleanup only.
+// children are stopped only by their parent stopping them.
 func sysProcAttr() *syscall.SysProcAttr { return nil }
 
 func onSpawnThread(f func()) { f() }

@@ -1,0 +1,214 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"text/tabwriter"
+	"time"
+	"unicode/utf8"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/duration"
+
+	"github.com/k8sevents/otel-k8sevents/internal/k8sevent"
+)
+
+// outputEvent is one Event object the pipeline wrote, as the report shows it.
+type outputEvent struct {
+	Group     string // scenario, or "ns/<namespace>" for Events that are not the storm's
+	Namespace string
+	Name      string
+	LastSeen  time.Time
+	Type      string
+	Reason    string
+	Object    string // kind/name, kind in lower case as kubectl prints it
+	Count     int64  // occurrences it states
+	Message   string
+	Writes    int64 // API writes the pipeline made to it
+}
+
+// toOutput reads an Event the pipeline wrote (as core/v1 serves it) and
+// assigns it to the scenario of its regarding object.
+func toOutput(in *corev1.Event, idx map[objectKey]string, writes map[string]int64) outputEvent {
+	ev := k8sevent.FromCoreV1(in)
+	ref := in.InvolvedObject
+	group, ok := idx[objectKey{ref.Kind, ref.Namespace, ref.Name, string(ref.UID)}]
+	if !ok {
+		group = "ns/" + in.Namespace
+	}
+	return outputEvent{
+		Group:     group,
+		Namespace: in.Namespace,
+		Name:      in.Name,
+		LastSeen:  ev.LatestTime(),
+		Type:      in.Type,
+		Reason:    in.Reason,
+		Object:    strings.ToLower(ref.Kind) + "/" + ref.Name,
+		Count:     ev.Occurrences(),
+		Message:   in.Message,
+		Writes:    writes[in.Namespace+"/"+in.Name],
+	}
+}
+
+// row is one line of the before/after table.
+type row struct {
+	Group string
+	// Storm: a scenario the demo replayed, whose occurrences and raw
+	// writes were counted as they were sent. Other groups (Events the
+	// receiver found in an existing cluster) know only what the output
+	// states, and a recorder without compression would have made one
+	// write per occurrence.
+	Storm       bool
+	Occurrences int64
+	RawWrites   int64
+	Writes      int64 // the pipeline's
+	Objects     int
+	Counted     int64 // sum of the output objects' counts
+}
+
+// exact says whether the output's counts add up to the occurrences.
+func (r row) exact() bool { return r.Counted == r.Occurrences }
+
+// sent is what the storm wrote for one scenario.
+type sent struct{ Occurrences, Writes int64 }
+
+// buildRows makes the table: one row per scenario in the given order (also
+// when nothing came out), then the other groups by name.
+func buildRows(order []string, storm map[string]sent, events []outputEvent) []row {
+	rows := map[string]*row{}
+	for _, name := range order {
+		s := storm[name]
+		rows[name] = &row{Group: name, Storm: true, Occurrences: s.Occurrences, RawWrites: s.Writes}
+	}
+	var others []string
+	for i := range events {
+		e := &events[i]
+		r := rows[e.Group]
+		if r == nil {
+			r = &row{Group: e.Group}
+			rows[e.Group] = r
+			others = append(others, e.Group)
+		}
+		r.Objects++
+		r.Counted += e.Count
+		r.Writes += e.Writes
+		if !r.Storm {
+			r.Occurrences += e.Count
+			r.RawWrites += e.Count
+		}
+	}
+	sort.Strings(others)
+	out := make([]row, 0, len(rows))
+	for _, name := range append(append([]string(nil), order...), others...) {
+		out = append(out, *rows[name])
+	}
+	return out
+}
+
+// totalWrites sums the pipeline's writes over the rows.
+func totalWrites(rows []row) int64 {
+	var n int64
+	for _, r := range rows {
+		n += r.Writes
+	}
+	return n
+}
+
+// ratio is how many times fewer writes the pipeline made.
+func ratio(raw, pipeline int64) string {
+	if pipeline == 0 {
+		if raw == 0 {
+			return "-"
+		}
+		return "all saved"
+	}
+	return fmt.Sprintf("%.1fx", float64(raw)/float64(pipeline))
+}
+
+func countCheck(r row) string {
+	switch {
+	case !r.Storm:
+		return "n/a (not replayed by the demo)"
+	case r.exact():
+		return fmt.Sprintf("ok (%d = %d)", r.Counted, r.Occurrences)
+	default:
+		return fmt.Sprintf("MISMATCH (counts sum to %d, %d sent)", r.Counted, r.Occurrences)
+	}
+}
+
+// formatTable prints the before/after table with a total line.
+func formatTable(w io.Writer, rows []row) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	head := "SCENARIO"
+	for _, r := range rows {
+		if !r.Storm {
+			head = "SCENARIO/NAMESPACE"
+		}
+	}
+	fmt.Fprintln(tw, head+"\tOCCURRENCES\tWRITES WITHOUT PIPELINE\tWRITES BY PIPELINE\tFEWER\tEVENT OBJECTS\t")
+	var tot row
+	for _, r := range rows {
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%s\t%d\t\n", r.Group, r.Occurrences, r.RawWrites, r.Writes, ratio(r.RawWrites, r.Writes), r.Objects)
+		tot.Occurrences += r.Occurrences
+		tot.RawWrites += r.RawWrites
+		tot.Writes += r.Writes
+		tot.Objects += r.Objects
+	}
+	fmt.Fprintf(tw, "total\t%d\t%d\t%d\t%s\t%d\t\n", tot.Occurrences, tot.RawWrites, tot.Writes, ratio(tot.RawWrites, tot.Writes), tot.Objects)
+	tw.Flush()
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "Exact counts (sum of the output's counts = occurrences sent):")
+	for _, r := range rows {
+		fmt.Fprintf(w, "  %-18s %s\n", r.Group, countCheck(r))
+	}
+}
+
+// topByCount orders events by count (highest first), then last seen
+// (latest first), then namespace and name, and keeps the first n.
+func topByCount(events []outputEvent, n int) []outputEvent {
+	out := append([]outputEvent(nil), events...)
+	sort.Slice(out, func(i, j int) bool {
+		a, b := &out[i], &out[j]
+		switch {
+		case a.Count != b.Count:
+			return a.Count > b.Count
+		case !a.LastSeen.Equal(b.LastSeen):
+			return a.LastSeen.After(b.LastSeen)
+		case a.Namespace != b.Namespace:
+			return a.Namespace < b.Namespace
+		}
+		return a.Name < b.Name
+	})
+	if len(out) > n {
+		out = out[:n]
+	}
+	return out
+}
+
+// maxMessage is where the listing cuts a message, as a terminal line allows.
+const maxMessage = 60
+
+func truncate(s string, n int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	r := []rune(s)
+	return string(r[:n-3]) + "..."
+}
+
+// formatListing prints events like kubectl get events -A: the top n by count.
+func formatListing(w io.Writer, events []outputEvent, now time.Time, n int) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "NAMESPACE\tLAST SEEN\tTYPE\tREASON\tOBJECT\tCOUNT\tMESSAGE")
+	for _, e := range topByCount(events, n) {
+		seen := "<unknown>"
+		if !e.LastSeen.IsZero() {
+			seen = duration.HumanDuration(now.Sub(e.LastSeen))
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s\n", e.Namespace, seen, e.Type, e.Reason, e.Object, e.Count, truncate(e.Message, maxMessage))
+	}
+	tw.Flush()
+}
