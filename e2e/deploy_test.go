@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -64,10 +66,11 @@ func TestDeployManifests(t *testing.T) {
 	_, err = cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "app"}}, metav1.CreateOptions{})
 	require.NoError(t, err)
 	dir := t.TempDir()
-	c := startCollectorEnv(t, dir, cm.Data["config.yaml"], []string{
+	env := []string{
 		"K8S_AUTH_TYPE=kubeConfig", "KUBECONFIG=" + kubeconfig, "POD_NAMESPACE=" + deployNamespace,
 		"POD_NAME=otel-k8sevents-0", "STORAGE_DIR=" + filepath.Join(dir, "storage"),
-	})
+	}
+	c := startCollectorEnv(t, dir, cm.Data["config.yaml"], env)
 
 	// One pod's BackOff Event, written as a recorder without compression
 	// does: created, then its count patched, 5 occurrences in all.
@@ -98,7 +101,16 @@ func TestDeployManifests(t *testing.T) {
 		got := m.Sum("otelcol_processor_eventseries_occurrences")
 		return got >= 5, "occurrences seen by the processor: " + ftoa(got)
 	})
-	// Shutdown flushes the open series (finished, exact count) and drains the queue.
+	// Shutdown flushes the open series (exact count) into the persistent
+	// queue, which keeps what it has not written for the next start rather
+	// than draining: a restarted mirror (the Deployment's normal case)
+	// writes it.
+	require.NoError(t, c.Stop(time.Minute))
+	c = startCollectorEnv(t, dir, cm.Data["config.yaml"], env)
+	eventually(t, time.Minute, func() (bool, string) {
+		out := mirrored()
+		return len(out) == 1 && max(out[0].Count, seriesCount(out[0])) == 5, fmt.Sprintf("mirrored: %d objects, %s", len(out), countsOf(out))
+	})
 	require.NoError(t, c.Stop(time.Minute))
 
 	out := mirrored()
@@ -108,6 +120,14 @@ func TestDeployManifests(t *testing.T) {
 	lease, err := cs.CoordinationV1().Leases(deployNamespace).Get(ctx, "otel-k8sevents", metav1.GetOptions{})
 	require.NoError(t, err, "the leader elector holds its Lease as the ServiceAccount")
 	assert.NotEmpty(t, ptr.Deref(lease.Spec.HolderIdentity, ""))
+}
+
+func countsOf(evs []corev1.Event) string {
+	var b strings.Builder
+	for _, ev := range evs {
+		fmt.Fprintf(&b, "%s=%d ", ev.Name, max(ev.Count, seriesCount(ev)))
+	}
+	return b.String()
 }
 
 func seriesCount(ev corev1.Event) int32 {
