@@ -31,6 +31,7 @@ bench: apiserver
 fuzz:
 	$(GO) test -run XXX -fuzz FuzzDecode -fuzztime 60s ./internal/k8sevent/
 	$(GO) test -run XXX -fuzz FuzzConsumeLogs -fuzztime 60s ./processor/eventseriesprocessor/
+	$(GO) test -run XXX -fuzz FuzzRestore -fuzztime 60s ./processor/eventseriesprocessor/internal/engine/
 
 ## apiserver: bin/kube-apiserver and bin/etcd built from the Go module proxy (skipped when present).
 apiserver:

@@ -49,6 +49,9 @@ func (s mirrorSpec) config() string {
 		b.WriteString("    storage: file_storage\n")
 	}
 	b.WriteString("processors:\n  eventseries:\n")
+	if s.storage != "" {
+		b.WriteString("    storage: file_storage\n")
+	}
 	fmt.Fprintf(&b, "exporters:\n  k8sevent:\n    auth_type: kubeConfig\n    kubeconfig: %q\n"+
 		"    reporting_controller: %s\n    reporting_instance: e2e-mirror\n    qps: 100\n    burst: 200\n", s.kubeB, s.controller)
 	if s.storage != "" {

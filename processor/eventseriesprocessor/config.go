@@ -6,6 +6,8 @@ import (
 	"slices"
 	"time"
 
+	"go.opentelemetry.io/collector/component"
+
 	"github.com/k8sevents/otel-k8sevents/processor/eventseriesprocessor/internal/engine"
 )
 
@@ -19,6 +21,8 @@ type Config struct {
 	MaxKeys int `mapstructure:"max_keys"`
 	// NonEventRecords: "pass" or "drop" records that carry no valid Event.
 	NonEventRecords string `mapstructure:"non_event_records"`
+	// Storage is a storage extension that keeps the state across restarts; nil: none.
+	Storage *component.ID `mapstructure:"storage"`
 
 	Series      SeriesConfig      `mapstructure:"series"`
 	Aggregation AggregationConfig `mapstructure:"aggregation"`

@@ -6,6 +6,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/component"
 
 	"github.com/k8sevents/otel-k8sevents/internal/configtest"
 )
@@ -25,6 +26,15 @@ func TestLoadConfig(t *testing.T) {
 	want.Series = SeriesConfig{FinishAfter: 2 * time.Minute, HeartbeatInterval: 10 * time.Minute}
 	want.Aggregation = AggregationConfig{Enabled: true, MaxEvents: 5, MaxInterval: time.Minute}
 	want.SpamFilter = SpamFilterConfig{Enabled: true, QPS: 0.1, Burst: 10, Key: []string{"source", "object", "type", "reason"}}
+	assert.Equal(t, want, got)
+}
+
+func TestLoadConfigStorage(t *testing.T) {
+	got := loadConfig(t, "eventseries/storage")
+	require.NoError(t, got.Validate())
+	want := createDefaultConfig()
+	id := component.MustNewIDWithName("file_storage", "state")
+	want.Storage = &id
 	assert.Equal(t, want, got)
 }
 

@@ -2,12 +2,15 @@ package eventseriesprocessor // import "github.com/k8sevents/otel-k8sevents/proc
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
 
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/consumer"
+	"go.opentelemetry.io/collector/consumer/consumererror"
+	"go.opentelemetry.io/collector/extension/xextension/storage"
 	"go.opentelemetry.io/collector/pdata/plog"
 	"go.opentelemetry.io/collector/processor"
 	"go.opentelemetry.io/otel/attribute"
@@ -28,6 +31,7 @@ const problemLogInterval = time.Minute
 // runs its timers in processing time and reports what it counted.
 type eventSeriesProcessor struct {
 	cfg       *Config
+	id        component.ID
 	next      consumer.Logs
 	logger    *zap.Logger
 	telemetry *metadata.TelemetryBuilder
@@ -40,6 +44,10 @@ type eventSeriesProcessor struct {
 	reported  engine.Stats
 	logRate   *ratelog.Limiter[k8sevent.Problem]
 	timerAt   int64 // deadline the timer goroutine waits for; 0 when none
+	dirty     bool  // the engine changed since the last save
+
+	store     storage.Client // nil without storage
+	saveEvery time.Duration
 
 	wake chan struct{}
 	done chan struct{}
@@ -56,8 +64,9 @@ func newProcessor(set processor.Settings, cfg *Config, next consumer.Logs, clock
 		return nil, fmt.Errorf("eventseries telemetry: %w", err)
 	}
 	return &eventSeriesProcessor{
-		cfg: cfg, next: next, logger: set.Logger, telemetry: tb, clock: clock,
+		cfg: cfg, id: set.ID, next: next, logger: set.Logger, telemetry: tb, clock: clock,
 		eventTime: cfg.TimeSource == timeEvent,
+		saveEvery: saveInterval,
 		engine:    eng,
 		logRate:   ratelog.New[k8sevent.Problem](problemLogInterval),
 		wake:      make(chan struct{}, 1),
@@ -69,15 +78,24 @@ func (p *eventSeriesProcessor) Capabilities() consumer.Capabilities {
 	return consumer.Capabilities{MutatesData: false}
 }
 
-func (p *eventSeriesProcessor) Start(context.Context, component.Host) error {
+func (p *eventSeriesProcessor) Start(ctx context.Context, host component.Host) error {
+	if err := p.restore(ctx, host); err != nil {
+		return err
+	}
 	if !p.eventTime {
 		p.wg.Add(1)
 		go p.runTimers()
 	}
+	if p.store != nil {
+		p.wg.Add(1)
+		go p.runSaves()
+	}
 	return nil
 }
 
-// Shutdown stops the timers and emits the state of every open series.
+// Shutdown stops the timers, emits the state of every open series and
+// saves the state. The flush keeps the caches, so a restored series goes on
+// under its name and its next record updates the object the flush wrote.
 func (p *eventSeriesProcessor) Shutdown(ctx context.Context) error {
 	select {
 	case <-p.done:
@@ -86,10 +104,15 @@ func (p *eventSeriesProcessor) Shutdown(ctx context.Context) error {
 		close(p.done)
 	}
 	p.wg.Wait()
-	p.mu.Lock()
-	defer p.mu.Unlock()
 	defer p.telemetry.Shutdown()
-	return p.forward(ctx, p.engine.Flush(p.now(0)))
+	p.mu.Lock()
+	err := p.forward(ctx, p.engine.Flush(p.now(0)))
+	p.dirty = true // the flush marks what it emitted
+	p.mu.Unlock()
+	if p.store == nil {
+		return err
+	}
+	return errors.Join(err, p.save(ctx), p.store.Close(ctx))
 }
 
 func (p *eventSeriesProcessor) ConsumeLogs(ctx context.Context, ld plog.Logs) error {
@@ -152,11 +175,18 @@ func (p *eventSeriesProcessor) ConsumeLogs(ctx context.Context, ld plog.Logs) er
 		}
 	}
 	p.report(ctx, &counts)
+	p.dirty = true
 	p.armTimer()
 	if out.len() == 0 {
 		return nil
 	}
-	return p.next.ConsumeLogs(ctx, out.logs)
+	if err := p.next.ConsumeLogs(ctx, out.logs); err != nil {
+		// The occurrences are counted: a sender that retried the batch would
+		// have them counted twice. The next record of each series carries its
+		// cumulative count, so what was refused here is caught up then.
+		return consumererror.NewPermanent(fmt.Errorf("eventseries: %d records refused downstream after their occurrences were counted: %w", out.len(), err))
+	}
+	return nil
 }
 
 // now is the engine time: wall clock in processing time; in event time the
@@ -197,7 +227,7 @@ func (p *eventSeriesProcessor) runTimers() {
 		case <-p.wake:
 		case <-timer.C:
 			p.mu.Lock()
-			p.timerAt = 0
+			p.timerAt, p.dirty = 0, true
 			if err := p.forward(context.Background(), p.engine.Advance(p.now(0))); err != nil {
 				p.logger.Warn("Dropped timer records", zap.Error(err))
 			}

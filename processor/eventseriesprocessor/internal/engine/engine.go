@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/hashicorp/golang-lru/v2/simplelru"
-	"golang.org/x/time/rate"
 
 	"github.com/k8sevents/otel-k8sevents/internal/k8sevent"
 )
@@ -105,20 +104,21 @@ type aggregate struct {
 
 // Engine holds the caches. Not safe for concurrent use.
 type Engine struct {
-	cfg     Config
-	series  layout
-	spamL   layout
-	states  *simplelru.LRU[string, *state]
-	aggs    *simplelru.LRU[string, *aggregate]
-	spam    *simplelru.LRU[string, *rate.Limiter]
-	totals  *simplelru.LRU[string, *int64]
-	due     deadlines
-	buf     []byte
-	spamBuf []byte
-	now     int64
-	made    uint64 // states made: part of each name, so that a name is never reused
-	out     []Emission
-	Stats   Stats
+	cfg      Config
+	series   layout
+	spamL    layout
+	states   *simplelru.LRU[string, *state]
+	aggs     *simplelru.LRU[string, *aggregate]
+	spam     *simplelru.LRU[string, *bucket]
+	totals   *simplelru.LRU[string, *int64]
+	due      deadlines
+	buf      []byte
+	spamBuf  []byte
+	now      int64
+	made     uint64 // states made: part of each name, so that a name is never reused
+	snapSize int    // of the last snapshot
+	out      []Emission
+	Stats    Stats
 }
 
 // New makes an engine; cfg must be valid.
@@ -140,20 +140,29 @@ func New(cfg Config) (*Engine, error) {
 		}
 	}
 	e.spamL = layout{tag: 'P', key: spamFields}
-	var err error
-	if e.states, err = simplelru.NewLRU(cfg.MaxKeys, e.evicted); err != nil {
-		return nil, err
-	}
-	if e.aggs, err = simplelru.NewLRU[string, *aggregate](cfg.MaxKeys, nil); err != nil {
-		return nil, err
-	}
-	if e.spam, err = simplelru.NewLRU[string, *rate.Limiter](cfg.MaxKeys, nil); err != nil {
-		return nil, err
-	}
-	if e.totals, err = simplelru.NewLRU[string, *int64](cfg.MaxKeys, nil); err != nil {
+	if err := e.reset(); err != nil {
 		return nil, err
 	}
 	return e, nil
+}
+
+// reset empties the caches and the clock, as New leaves them; Stats stay.
+func (e *Engine) reset() error {
+	var err error
+	if e.states, err = simplelru.NewLRU(e.cfg.MaxKeys, e.evicted); err != nil {
+		return err
+	}
+	if e.aggs, err = simplelru.NewLRU[string, *aggregate](e.cfg.MaxKeys, nil); err != nil {
+		return err
+	}
+	if e.spam, err = simplelru.NewLRU[string, *bucket](e.cfg.MaxKeys, nil); err != nil {
+		return err
+	}
+	if e.totals, err = simplelru.NewLRU[string, *int64](e.cfg.MaxKeys, nil); err != nil {
+		return err
+	}
+	e.due, e.now, e.made = nil, 0, 0
+	return nil
 }
 
 // Observe counts the occurrence(s) ev stands for at engine time now, after
@@ -210,6 +219,9 @@ func (e *Engine) Flush(now int64) []Emission {
 // Len is the number of open series (legacy: remembered events).
 func (e *Engine) Len() int { return e.states.Len() }
 
+// Now is the engine time: the latest time it was told.
+func (e *Engine) Now() int64 { return e.now }
+
 func (e *Engine) observeSeries(ev *k8sevent.Event, delta, t int64) {
 	e.buf = e.series.appendKey(e.buf[:0], ev)
 	st, ok := e.states.Get(borrow(e.buf))
@@ -235,6 +247,7 @@ func (e *Engine) observeSeries(ev *k8sevent.Event, delta, t int64) {
 	if e.emit(st, KindStarted, ev, true) {
 		st.started = true
 		st.nextBeat = e.now + int64(e.cfg.HeartbeatInterval)
+		e.due.schedule(st, st.nextBeat) // a heartbeat_interval under finish_after comes first
 	}
 }
 
@@ -341,19 +354,6 @@ func layoutOf(st *state, series *layout) *layout {
 	default:
 		return series
 	}
-}
-
-func (e *Engine) allow(ev *k8sevent.Event) bool {
-	if !e.cfg.SpamFilter {
-		return true
-	}
-	e.spamBuf = e.spamL.appendKey(e.spamBuf[:0], ev)
-	lim, ok := e.spam.Get(borrow(e.spamBuf))
-	if !ok {
-		lim = rate.NewLimiter(rate.Limit(e.cfg.SpamQPS), e.cfg.SpamBurst)
-		e.spam.Add(string(e.spamBuf), lim)
-	}
-	return lim.AllowN(time.Unix(0, e.now), 1)
 }
 
 // occurrences is how many new occurrences ev stands for. A record that

@@ -159,6 +159,28 @@ func (l *layout) unpack(packed string, dst *k8sevent.Event) {
 	}
 }
 
+// check reports whether packed is a packing of l (what unpack can read)
+// and the length of its key prefix.
+func (l *layout) check(packed string) (keyLen int, ok bool) {
+	if packed == "" || packed[0] != l.tag {
+		return 0, false
+	}
+	s := packed[1:]
+	for i, fields := range [2][]field{l.key, l.rest} {
+		for range fields {
+			n, w := binary.Uvarint(unsafe.Slice(unsafe.StringData(s), len(s)))
+			if w <= 0 || n > uint64(len(s)-w) {
+				return 0, false
+			}
+			s = s[w+int(n):]
+		}
+		if i == 0 {
+			keyLen = len(packed) - len(s)
+		}
+	}
+	return keyLen, s == ""
+}
+
 func appendFields(buf []byte, ev *k8sevent.Event, fields []field) []byte {
 	for _, f := range fields {
 		s := *f.of(ev)

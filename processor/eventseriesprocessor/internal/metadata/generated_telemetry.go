@@ -37,6 +37,7 @@ type TelemetryBuilder struct {
 	ProcessorEventseriesSeriesFinished  metric.Int64Counter
 	ProcessorEventseriesSeriesStarted   metric.Int64Counter
 	ProcessorEventseriesSpamDropped     metric.Int64Counter
+	ProcessorEventseriesStateErrors     metric.Int64Counter
 }
 
 // TelemetryBuilderOption applies changes to default builder.
@@ -132,6 +133,12 @@ func NewTelemetryBuilder(settings component.TelemetrySettings, options ...Teleme
 		"otelcol_processor_eventseries_spam_dropped",
 		metric.WithDescription("Records held back by the spam filter (their occurrences stay counted). [Alpha]"),
 		metric.WithUnit("{records}"),
+	)
+	errs = errors.Join(errs, err)
+	builder.ProcessorEventseriesStateErrors, err = builder.meter.Int64Counter(
+		"otelcol_processor_eventseries_state_errors",
+		metric.WithDescription("State that could not be restored from storage (the processor started empty) or saved to it, by attribute operation (restore, save). [Alpha]"),
+		metric.WithUnit("{errors}"),
 	)
 	errs = errors.Join(errs, err)
 	return &builder, errs

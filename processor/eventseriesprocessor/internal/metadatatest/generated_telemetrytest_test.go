@@ -30,6 +30,7 @@ func TestSetupTelemetry(t *testing.T) {
 	tb.ProcessorEventseriesSeriesFinished.Add(context.Background(), 1)
 	tb.ProcessorEventseriesSeriesStarted.Add(context.Background(), 1)
 	tb.ProcessorEventseriesSpamDropped.Add(context.Background(), 1)
+	tb.ProcessorEventseriesStateErrors.Add(context.Background(), 1)
 	AssertEqualProcessorEventseriesCompressed(t, testTel,
 		[]metricdata.DataPoint[int64]{{Value: 1}},
 		metricdatatest.IgnoreTimestamp())
@@ -61,6 +62,9 @@ func TestSetupTelemetry(t *testing.T) {
 		[]metricdata.DataPoint[int64]{{Value: 1}},
 		metricdatatest.IgnoreTimestamp())
 	AssertEqualProcessorEventseriesSpamDropped(t, testTel,
+		[]metricdata.DataPoint[int64]{{Value: 1}},
+		metricdatatest.IgnoreTimestamp())
+	AssertEqualProcessorEventseriesStateErrors(t, testTel,
 		[]metricdata.DataPoint[int64]{{Value: 1}},
 		metricdatatest.IgnoreTimestamp())
 

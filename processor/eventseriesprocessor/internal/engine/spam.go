@@ -1,0 +1,59 @@
+package engine
+
+import (
+	"math"
+	"time"
+
+	"golang.org/x/time/rate"
+
+	"github.com/k8sevents/otel-k8sevents/internal/k8sevent"
+)
+
+// allow takes a token from the spam-filter bucket of ev's key.
+func (e *Engine) allow(ev *k8sevent.Event) bool {
+	if !e.cfg.SpamFilter {
+		return true
+	}
+	e.spamBuf = e.spamL.appendKey(e.spamBuf[:0], ev)
+	b, ok := e.spam.Get(borrow(e.spamBuf))
+	if !ok {
+		b = new(bucket)
+		b.set(e.cfg.SpamQPS, e.cfg.SpamBurst, float64(e.cfg.SpamBurst), e.now)
+		e.spam.Add(string(e.spamBuf), b)
+	}
+	if !b.lim.AllowN(time.Unix(0, e.now), 1) {
+		return false
+	}
+	b.last = e.now
+	return true
+}
+
+// bucket is a spam-filter token bucket. The limiter changes its state
+// (tokens, and when it last counted them) only when it allows a record, and
+// exposes neither: last keeps that time, and tokens at last are
+// TokensAt(any earlier time), so that a snapshot restores it exactly.
+type bucket struct {
+	lim  rate.Limiter
+	last int64
+}
+
+// set puts the bucket in the state "tokens at last", exactly: from empty, a
+// limit of tokens per second for one second adds exactly 1.0 × tokens (the
+// limiter offers no setter). A new bucket is full: when it was last counted
+// does not matter, as time only adds to a full bucket what it caps.
+func (b *bucket) set(qps float64, burst int, tokens float64, last int64) {
+	at := time.Unix(0, last)
+	b.lim.SetBurstAt(at.Add(-time.Second), burst) // the zero limiter is empty, with limit 0
+	b.lim.SetLimitAt(at.Add(-time.Second), rate.Limit(tokens))
+	b.lim.SetLimitAt(at, rate.Limit(qps))
+	b.last = last
+}
+
+// tokens is what the limiter held when it last allowed a record (at b.last).
+func (b *bucket) tokens() float64 {
+	t := b.lim.TokensAt(time.Time{})
+	if math.IsNaN(t) { // an infinite limit (qps .inf) counts 0 s × Inf: the bucket never drains
+		return float64(b.lim.Burst())
+	}
+	return t
+}

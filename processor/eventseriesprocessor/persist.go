@@ -1,0 +1,105 @@
+package eventseriesprocessor // import "github.com/k8sevents/otel-k8sevents/processor/eventseriesprocessor"
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"go.opentelemetry.io/collector/component"
+	"go.opentelemetry.io/collector/extension/xextension/storage"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
+	"go.uber.org/zap"
+)
+
+// stateKey is where the engine's snapshot is kept, in the storage client of
+// this processor's ID.
+const stateKey = "engine"
+
+// saveInterval bounds what a crash loses: the state of the last seconds.
+// Saving is a snapshot under the lock (milliseconds for full caches) and a
+// write outside it, and only when something changed.
+const saveInterval = 5 * time.Second
+
+// restore opens the storage client and restores the engine from its
+// snapshot. No snapshot is a first start. A snapshot the engine refuses
+// (corrupt, another version, mode or series key) is logged and counted and
+// the processor starts empty: that costs what a restart without storage
+// costs, while failing would stop the pipeline until someone deletes it.
+func (p *eventSeriesProcessor) restore(ctx context.Context, host component.Host) error {
+	if p.cfg.Storage == nil {
+		return nil
+	}
+	ext, ok := host.GetExtensions()[*p.cfg.Storage].(storage.Extension)
+	if !ok {
+		return fmt.Errorf("eventseries: storage %q is not a storage extension in this collector", p.cfg.Storage)
+	}
+	client, err := ext.GetClient(ctx, component.KindProcessor, p.id, "")
+	if err != nil {
+		return fmt.Errorf("eventseries: storage %q: %w", p.cfg.Storage, err)
+	}
+	snap, err := client.Get(ctx, stateKey)
+	if err != nil {
+		_ = client.Close(ctx)
+		return fmt.Errorf("eventseries: read the state from storage %q: %w", p.cfg.Storage, err)
+	}
+	p.store = client
+	if snap == nil {
+		return nil
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if err := p.engine.Restore(snap); err != nil {
+		p.logger.Error("Saved state discarded: the processor starts empty", zap.Error(err), zap.Int("bytes", len(snap)))
+		p.stateError(ctx, "restore")
+		return nil
+	}
+	if p.eventTime {
+		p.watermark = p.engine.Now()
+	}
+	p.armTimer() // deadlines passed while the collector was down are due now
+	p.logger.Info("State restored", zap.Int("open_entries", p.engine.Len()), zap.Int("bytes", len(snap)))
+	return nil
+}
+
+// runSaves saves the state every saveInterval while it changes.
+func (p *eventSeriesProcessor) runSaves() {
+	defer p.wg.Done()
+	tick := time.NewTicker(p.saveEvery)
+	defer tick.Stop()
+	for {
+		select {
+		case <-p.done:
+			return
+		case <-tick.C:
+			if err := p.save(context.Background()); err != nil {
+				p.logger.Warn("State not saved; retrying", zap.Error(err))
+			}
+		}
+	}
+}
+
+// save writes the engine's snapshot to storage if it changed since the last
+// save. The write runs outside the lock: records keep flowing meanwhile.
+func (p *eventSeriesProcessor) save(ctx context.Context) error {
+	p.mu.Lock()
+	if !p.dirty {
+		p.mu.Unlock()
+		return nil
+	}
+	snap := p.engine.Snapshot()
+	p.dirty = false
+	p.mu.Unlock()
+	if err := p.store.Set(ctx, stateKey, snap); err != nil {
+		p.mu.Lock()
+		p.dirty = true
+		p.mu.Unlock()
+		p.stateError(ctx, "save")
+		return fmt.Errorf("eventseries: save the state (%d bytes) to storage %q: %w", len(snap), p.cfg.Storage, err)
+	}
+	return nil
+}
+
+func (p *eventSeriesProcessor) stateError(ctx context.Context, operation string) {
+	p.telemetry.ProcessorEventseriesStateErrors.Add(ctx, 1, metric.WithAttributes(attribute.String("operation", operation)))
+}

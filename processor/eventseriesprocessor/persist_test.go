@@ -1,0 +1,231 @@
+package eventseriesprocessor
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/open-telemetry/opentelemetry-collector-contrib/extension/storage/filestorage"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/component"
+	"go.opentelemetry.io/collector/component/componenttest"
+	"go.opentelemetry.io/collector/consumer/consumertest"
+	"go.opentelemetry.io/collector/extension/extensiontest"
+	"go.opentelemetry.io/collector/extension/xextension/storage"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata/metricdatatest"
+
+	"github.com/k8sevents/otel-k8sevents/internal/k8sevent"
+	"github.com/k8sevents/otel-k8sevents/processor/eventseriesprocessor/internal/metadata"
+	"github.com/k8sevents/otel-k8sevents/processor/eventseriesprocessor/internal/metadatatest"
+)
+
+var storageID = component.MustNewID("file_storage")
+
+type host map[component.ID]component.Component
+
+func (h host) GetExtensions() map[component.ID]component.Component { return h }
+
+// fileStorage starts the contrib file_storage extension on dir, as a
+// collector does at each start; stop shuts it down.
+func fileStorage(t *testing.T, dir string) (h host, stop func()) {
+	t.Helper()
+	f := filestorage.NewFactory()
+	cfg := f.CreateDefaultConfig().(*filestorage.Config)
+	cfg.Directory, cfg.Compaction.Directory = dir, dir
+	ext, err := f.Create(context.Background(), extensiontest.NewNopSettings(f.Type()), cfg)
+	require.NoError(t, err)
+	require.NoError(t, ext.Start(context.Background(), componenttest.NewNopHost()))
+	return host{storageID: ext}, func() { require.NoError(t, ext.Shutdown(context.Background())) }
+}
+
+// run is one collector run: a processor with storage on h.
+type run struct {
+	p    *eventSeriesProcessor
+	sink *consumertest.LogsSink
+	tel  *componenttest.Telemetry
+}
+
+func startRun(t *testing.T, h host, mutate func(*Config)) *run {
+	t.Helper()
+	r := newRun(t, mutate)
+	require.NoError(t, r.p.Start(context.Background(), h))
+	return r
+}
+
+func newRun(t *testing.T, mutate func(*Config)) *run {
+	t.Helper()
+	cfg := createDefaultConfig()
+	id := storageID
+	cfg.Storage = &id
+	if mutate != nil {
+		mutate(cfg)
+	}
+	require.NoError(t, cfg.Validate())
+	r := &run{sink: new(consumertest.LogsSink), tel: componenttest.NewTelemetry()}
+	t.Cleanup(func() { _ = r.tel.Shutdown(context.Background()) })
+	p, err := NewFactory().CreateLogs(context.Background(), metadatatest.NewSettings(r.tel), cfg, r.sink)
+	require.NoError(t, err)
+	r.p = p.(*eventSeriesProcessor)
+	return r
+}
+
+// feed sends the watched Event ev with each count, one record each, a
+// second apart from at.
+func (r *run) feed(t *testing.T, ev k8sevent.Event, at time.Time, counts ...int64) {
+	for i, c := range counts {
+		ev.Count, ev.Time = c, at.Add(time.Duration(i)*time.Second)
+		require.NoError(t, r.p.ConsumeLogs(context.Background(), contribRecord(ev)))
+	}
+}
+
+// seriesWritten returns the last count written for each Event object.
+func seriesWritten(t *testing.T, sinks ...*consumertest.LogsSink) map[string]int64 {
+	last := map[string]int64{}
+	for _, sink := range sinks {
+		for _, ld := range sink.AllLogs() {
+			for _, r := range flatten(ld) {
+				ev := r.event(t)
+				last[ev.Name] = max(ev.SeriesCount, 1)
+			}
+		}
+	}
+	return last
+}
+
+func sum(counts map[string]int64) (n int64) {
+	for _, c := range counts {
+		n += c
+	}
+	return n
+}
+
+func watched() k8sevent.Event {
+	ev := podEvent("web-1", "BackOff", "Back-off restarting failed container")
+	ev.Name, ev.UID, ev.FirstTimestamp = "web-1.abc", "event-uid", t0
+	return ev
+}
+
+// TestStateSurvivesRestart: a watched Event seen with counts 1..3, a
+// shutdown, then 4..5 on a new processor with the same storage and ID: 5
+// occurrences in one series, not 3 + 5 in two.
+func TestStateSurvivesRestart(t *testing.T) {
+	for _, timeSource := range []string{timeProcessing, timeEvent} {
+		t.Run(timeSource, func(t *testing.T) {
+			dir := t.TempDir()
+			at := t0
+			if timeSource == timeProcessing {
+				at = time.Now()
+			}
+			setTime := func(cfg *Config) { cfg.TimeSource = timeSource }
+
+			h, stop := fileStorage(t, dir)
+			first := startRun(t, h, setTime)
+			first.feed(t, watched(), at, 1, 2, 3)
+			require.NoError(t, first.p.Shutdown(context.Background()))
+			stop()
+
+			h, stop = fileStorage(t, dir)
+			defer stop()
+			second := startRun(t, h, setTime)
+			second.feed(t, watched(), at.Add(10*time.Second), 4, 5)
+			require.NoError(t, second.p.Shutdown(context.Background()))
+
+			objects := seriesWritten(t, first.sink, second.sink)
+			assert.Len(t, objects, 1, "one series, one object: %v", objects)
+			assert.Equal(t, int64(5), sum(objects), "the Event's 5 occurrences, once: %v", objects)
+			metadatatest.AssertEqualProcessorEventseriesOccurrences(t, second.tel,
+				[]metricdata.DataPoint[int64]{{Value: 2}}, metricdatatest.IgnoreTimestamp())
+		})
+	}
+}
+
+// TestStateIsSavedWhileRunning: a crash (no shutdown: no flush, no final
+// save) loses only what changed since the last periodic save.
+func TestStateIsSavedWhileRunning(t *testing.T) {
+	dir := t.TempDir()
+	h, stop := fileStorage(t, dir)
+	first := newRun(t, nil)
+	first.p.saveEvery = 20 * time.Millisecond
+	require.NoError(t, first.p.Start(context.Background(), h))
+	first.feed(t, watched(), time.Now(), 1, 2, 3)
+	require.Eventually(t, func() bool {
+		first.p.mu.Lock()
+		defer first.p.mu.Unlock()
+		return !first.p.dirty
+	}, 10*time.Second, 10*time.Millisecond, "saved within a few intervals")
+	crash(t, first.p)
+	stop()
+
+	h, stop = fileStorage(t, dir)
+	defer stop()
+	second := startRun(t, h, nil)
+	second.feed(t, watched(), time.Now(), 4, 5)
+	require.NoError(t, second.p.Shutdown(context.Background()))
+	objects := seriesWritten(t, first.sink, second.sink)
+	assert.Len(t, objects, 1, "one series, one object: %v", objects)
+	assert.Equal(t, int64(5), sum(objects), "the Event's 5 occurrences, once: %v", objects)
+}
+
+// TestTimersDueWhileDownFireAtStart: a series whose finish_after passed
+// while the collector was down finishes right after the start, not at the
+// next record.
+func TestTimersDueWhileDownFireAtStart(t *testing.T) {
+	dir := t.TempDir()
+	short := func(cfg *Config) { cfg.Series.FinishAfter = 300 * time.Millisecond }
+	h, stop := fileStorage(t, dir)
+	first := startRun(t, h, short)
+	first.feed(t, watched(), time.Now(), 1, 2, 3)
+	require.NoError(t, first.p.Shutdown(context.Background()))
+	stop()
+	time.Sleep(400 * time.Millisecond)
+
+	h, stop = fileStorage(t, dir)
+	defer stop()
+	second := startRun(t, h, short)
+	require.Eventually(t, func() bool { return second.sink.LogRecordCount() == 1 }, 10*time.Second, 10*time.Millisecond)
+	recs := flatten(second.sink.AllLogs()[0])
+	assert.Equal(t, k8sevent.StateFinished, recs[0].str(k8sevent.AttrSeriesState))
+	assert.Equal(t, "3", recs[0].str(k8sevent.AttrSeriesCount))
+	require.NoError(t, second.p.Shutdown(context.Background()))
+}
+
+// crash stops p as a killed collector would leave it: no flush, no save.
+func crash(t *testing.T, p *eventSeriesProcessor) {
+	close(p.done)
+	p.wg.Wait()
+	require.NoError(t, p.store.Close(context.Background()))
+	p.telemetry.Shutdown()
+}
+
+// TestCorruptStateStartsEmpty: a snapshot the engine refuses is logged and
+// counted, and the processor starts empty instead of failing the pipeline.
+func TestCorruptStateStartsEmpty(t *testing.T) {
+	h, stop := fileStorage(t, t.TempDir())
+	defer stop()
+	client, err := h[storageID].(storage.Extension).GetClient(context.Background(), component.KindProcessor,
+		component.NewID(metadata.Type), "")
+	require.NoError(t, err)
+	require.NoError(t, client.Set(context.Background(), stateKey, []byte("not a snapshot")))
+	require.NoError(t, client.Close(context.Background()))
+
+	r := startRun(t, h, nil)
+	r.feed(t, watched(), time.Now(), 3)
+	require.NoError(t, r.p.Shutdown(context.Background()))
+	assert.Equal(t, int64(3), sum(seriesWritten(t, r.sink)), "a fresh start counts the Event's whole count")
+	metadatatest.AssertEqualProcessorEventseriesStateErrors(t, r.tel, []metricdata.DataPoint[int64]{
+		{Value: 1, Attributes: attribute.NewSet(attribute.String("operation", "restore"))},
+	}, metricdatatest.IgnoreTimestamp())
+}
+
+func TestStorageMustBeAStorageExtension(t *testing.T) {
+	f := extensiontest.NewNopFactory()
+	nop, err := f.Create(context.Background(), extensiontest.NewNopSettings(f.Type()), f.CreateDefaultConfig())
+	require.NoError(t, err)
+	r := newRun(t, nil)
+	err = r.p.Start(context.Background(), host{storageID: nop})
+	require.ErrorContains(t, err, `storage "file_storage" is not a storage extension`)
+	require.NoError(t, r.p.Shutdown(context.Background()))
+}
