@@ -208,6 +208,7 @@ otelcol_processor_eventseries_open_entries 9
 otelcol_exporter_k8sevent_writes_total{outcome="created"} 7
 otelcol_exporter_k8sevent_writes_total{outcome="patched"} 3
 otelcol_exporter_k8sevent_writes_total{outcome="stale"} 1
+otelcol_exporter_k8sevent_writes_total{outcome="unchanged"} 5
 otelcol_exporter_k8sevent_retryable_failures_total{reason="throttled"} 4
 `))
 	require.NoError(t, err)

@@ -45,7 +45,7 @@ func readView(m collectorproc.Metrics) pipelineView {
 		Suppressed:  metric(m, proc+"spam_dropped"),
 		Finished:    metric(m, proc+"series_finished"),
 		Open:        metric(m, proc+"open_entries"),
-		Writes:      metric(m, exp+"writes") - metric(m, exp+"writes", "outcome=stale"),
+		Writes:      metric(m, exp+"writes") - metric(m, exp+"writes", "outcome=stale") - metric(m, exp+"writes", "outcome=unchanged"),
 		Failed:      metric(m, exp+"permanent_failures") + metric(m, exp+"retryable_failures"),
 	}
 }

@@ -24,6 +24,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/k8sevents/otel-k8sevents/exporter/k8seventexporter/internal/metadata"
 	"github.com/k8sevents/otel-k8sevents/internal/k8sclient"
@@ -215,6 +216,34 @@ func TestIdempotentWrites(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, list.Items, 1, "no twin object")
 	assert.Equal(t, int32(7), list.Items[0].Series.Count)
+}
+
+// TestSameCountMakesNoRequest: a record carrying the count already written
+// (a shutdown flush, a finish after a heartbeat, a replayed queue) sends
+// nothing. The API server would store nothing for it either: an unchanged
+// patch keeps the resourceVersion, so it does not refresh the TTL.
+func TestSameCountMakesNoRequest(t *testing.T) {
+	r := newRig(t)
+	cs := r.srv.Clientset()
+	exp, tel := r.start(t, func(c *Config) { c.API = k8sevent.APIEventsV1 })
+	const name = "web-1.samecount"
+	send(t, exp, record(name, k8sevent.StateStarted, 2, t0))
+	send(t, exp, record(name, k8sevent.StateOngoing, 2, t0))
+	send(t, exp, record(name, k8sevent.StateFinished, 2, t0))
+	send(t, exp, record(name, k8sevent.StateOngoing, 3, t0.Add(time.Second)))
+	require.Eventually(t, func() bool {
+		return counter(t, tel, "otelcol_exporter_k8sevent_writes", "outcome", "patched") == 1
+	}, 30*time.Second, 20*time.Millisecond)
+	assert.EqualValues(t, 2, counter(t, tel, "otelcol_exporter_k8sevent_writes", "outcome", "unchanged"))
+	assert.Equal(t, 2, r.apiserverCount(t, "2"), "one create, one patch")
+	got, err := cs.EventsV1().Events("shop").Get(context.Background(), name, metav1.GetOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, int32(3), got.Series.Count)
+
+	patch := []byte(fmt.Sprintf(`{"series":{"count":3,"lastObservedTime":%q}}`, got.Series.LastObservedTime.Format(k8sevent.MicroTimeFormat)))
+	again, err := cs.EventsV1().Events("shop").Patch(context.Background(), name, types.MergePatchType, patch, metav1.PatchOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, got.ResourceVersion, again.ResourceVersion, "an unchanged patch is not stored")
 }
 
 func TestBadInputNeverReachesTheAPIServer(t *testing.T) {

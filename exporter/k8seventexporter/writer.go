@@ -37,6 +37,7 @@ const (
 	createdAfter404  // patch answered 404 (the object expired): created
 	patchedAfter409  // create answered AlreadyExists (a retry, a restart): patched
 	stale            // older than what was written: skipped
+	unchanged        // the count already written: nothing to send
 	droppedPermanent // the record cannot be written: counted, never retried
 )
 
@@ -157,6 +158,12 @@ func (w *writer) write(ctx context.Context, ev *k8sevent.Event) (outcome, error)
 	if last, ok := w.recall(key); ok {
 		if count < last {
 			return stale, nil // an older record after a newer one: never lower a count
+		}
+		if count == last {
+			// The same occurrences as the last write (a shutdown flush or a
+			// finish after it, a replayed queue): the patch would change
+			// nothing, and an unchanged patch does not even refresh the TTL.
+			return unchanged, nil
 		}
 		w.remember(key, count)
 		err := w.patch(ctx, ev)

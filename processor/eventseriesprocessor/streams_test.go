@@ -127,6 +127,9 @@ func TestWriteCountReport(t *testing.T) {
 		truth := recordermodel.Truth(occs)
 		ours := recordermodel.NewTally()
 		for _, w := range replay(t, occs) {
+			if last, ok := ours.Last[w.Name]; ok && w.Count <= last {
+				continue // the k8sevent exporter sends nothing for a count already written
+			}
 			ours.Write(w.Name, recordermodel.Pair{Object: w.Object, Reason: w.Reason}, w.Count)
 		}
 		legacy, series := recordermodel.Legacy(occs), recordermodel.Series(occs)
