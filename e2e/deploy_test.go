@@ -8,7 +8,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -25,8 +24,6 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/restmapper"
-	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"k8s.io/utils/ptr"
 
 	"github.com/k8sevents/otel-k8sevents/internal/kubetest"
@@ -61,10 +58,8 @@ func TestDeployManifests(t *testing.T) {
 	tok, err := cs.CoreV1().ServiceAccounts(deployNamespace).CreateToken(ctx, "otel-k8sevents",
 		&authnv1.TokenRequest{Spec: authnv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](3600)}}, metav1.CreateOptions{})
 	require.NoError(t, err)
-	kubeconfig := writeKubeconfig(t, srv.RESTConfigFor(tok.Status.Token))
-
-	_, err = cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "app"}}, metav1.CreateOptions{})
-	require.NoError(t, err)
+	kubeconfig := srv.KubeconfigFor(t, "otel-k8sevents", tok.Status.Token)
+	require.NoError(t, createNamespaceIfMissing(ctx, cs, "app"))
 	dir := t.TempDir()
 	env := []string{
 		"K8S_AUTH_TYPE=kubeConfig", "KUBECONFIG=" + kubeconfig, "POD_NAMESPACE=" + deployNamespace,
@@ -99,7 +94,7 @@ func TestDeployManifests(t *testing.T) {
 	eventually(t, time.Minute, func() (bool, string) {
 		m := c.scrape(t)
 		got := m.Sum("otelcol_processor_eventseries_occurrences")
-		return got >= 5, "occurrences seen by the processor: " + ftoa(got)
+		return got >= 5, fmt.Sprintf("occurrences seen by the processor: %v", got)
 	})
 	// Shutdown flushes the open series (exact count) into the persistent
 	// queue, which keeps what it has not written for the next start rather
@@ -109,13 +104,13 @@ func TestDeployManifests(t *testing.T) {
 	c = startCollectorEnv(t, dir, cm.Data["config.yaml"], env)
 	eventually(t, time.Minute, func() (bool, string) {
 		out := mirrored()
-		return len(out) == 1 && max(out[0].Count, seriesCount(out[0])) == 5, fmt.Sprintf("mirrored: %d objects, %s", len(out), countsOf(out))
+		return len(out) == 1 && eventOccurrences(&out[0]) == 5, fmt.Sprintf("mirrored: %d objects, %s", len(out), countsOf(out))
 	})
 	require.NoError(t, c.Stop(time.Minute))
 
 	out := mirrored()
 	require.Len(t, out, 1, "one series, one Event: the mirror must not read its own output back")
-	assert.EqualValues(t, 5, max(out[0].Count, seriesCount(out[0])), "exact count of the mirrored series")
+	assert.EqualValues(t, 5, eventOccurrences(&out[0]), "exact count of the mirrored series")
 	assert.Equal(t, "otel-k8sevents-0", out[0].ReportingInstance)
 	lease, err := cs.CoordinationV1().Leases(deployNamespace).Get(ctx, "otel-k8sevents", metav1.GetOptions{})
 	require.NoError(t, err, "the leader elector holds its Lease as the ServiceAccount")
@@ -125,19 +120,10 @@ func TestDeployManifests(t *testing.T) {
 func countsOf(evs []corev1.Event) string {
 	var b strings.Builder
 	for _, ev := range evs {
-		fmt.Fprintf(&b, "%s=%d ", ev.Name, max(ev.Count, seriesCount(ev)))
+		fmt.Fprintf(&b, "%s=%d ", ev.Name, eventOccurrences(&ev))
 	}
 	return b.String()
 }
-
-func seriesCount(ev corev1.Event) int32 {
-	if ev.Series == nil {
-		return 0
-	}
-	return ev.Series.Count
-}
-
-func ftoa(f float64) string { return strconv.FormatFloat(f, 'f', -1, 64) }
 
 // manifests reads every object of the named files under deploy/, in order.
 func manifests(t *testing.T, files ...string) []*unstructured.Unstructured {
@@ -178,17 +164,4 @@ func apply(ctx context.Context, t *testing.T, cfg *rest.Config, objs []*unstruct
 		_, err = dc.Resource(m.Resource).Namespace(obj.GetNamespace()).Create(ctx, obj, metav1.CreateOptions{FieldValidation: "Strict"})
 		require.NoError(t, err, "%s %s", gvk.Kind, obj.GetName())
 	}
-}
-
-// writeKubeconfig writes a kubeconfig file for a REST config with a bearer token.
-func writeKubeconfig(t *testing.T, cfg *rest.Config) string {
-	t.Helper()
-	kc := clientcmdapi.NewConfig()
-	kc.Clusters["c"] = &clientcmdapi.Cluster{Server: cfg.Host, CertificateAuthorityData: cfg.CAData, InsecureSkipTLSVerify: cfg.Insecure}
-	kc.AuthInfos["u"] = &clientcmdapi.AuthInfo{Token: cfg.BearerToken}
-	kc.Contexts["c"] = &clientcmdapi.Context{Cluster: "c", AuthInfo: "u"}
-	kc.CurrentContext = "c"
-	path := filepath.Join(t.TempDir(), "kubeconfig")
-	require.NoError(t, clientcmd.WriteToFile(*kc, path))
-	return path
 }

@@ -1,10 +1,10 @@
 package e2e
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"sort"
-	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -257,21 +257,25 @@ func hasMarker(ctx context.Context, cs kubernetes.Interface, ns, pod string) (bo
 	return len(l.Items) > 0, nil
 }
 
-// eventWrites is how many Event writes (create, patch, update; both APIs)
-// an API server has answered with success, from its own request metrics:
-// what a client really cost it, the shutdown flush included.
-func eventWrites(ctx context.Context, cs kubernetes.Interface) (int64, error) {
+// eventWrites is how many Event write requests (create, patch, update; both
+// APIs) an API server has answered, from its own request metrics: what a
+// client really cost it, the shutdown flush included. With codes, only the
+// answers with those HTTP codes count.
+func eventWrites(ctx context.Context, cs kubernetes.Interface, codes ...string) (int64, error) {
 	raw, err := cs.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
 	if err != nil {
 		return 0, fmt.Errorf("read apiserver metrics: %w", err)
 	}
-	m, err := collectorproc.ParseMetrics(strings.NewReader(string(raw)))
+	m, err := collectorproc.ParseMetrics(bytes.NewReader(raw))
 	if err != nil {
 		return 0, fmt.Errorf("parse apiserver metrics: %w", err)
 	}
 	var n float64
 	for _, verb := range []string{"POST", "PATCH", "PUT"} {
-		for _, code := range []string{"200", "201"} {
+		if len(codes) == 0 {
+			n += m.Sum("apiserver_request_total", "resource=events", "verb="+verb)
+		}
+		for _, code := range codes {
 			n += m.Sum("apiserver_request_total", "resource=events", "verb="+verb, "code="+code)
 		}
 	}

@@ -140,7 +140,7 @@ func eventWritesOf(ctx context.Context, t *testing.T, a, b kubernetes.Interface)
 	var n [2]int64
 	for i, cs := range []kubernetes.Interface{a, b} {
 		var err error
-		n[i], err = eventWrites(ctx, cs)
+		n[i], err = eventWrites(ctx, cs, "200", "201")
 		require.NoError(t, err)
 	}
 	return n

@@ -246,15 +246,21 @@ func (c *Cluster) Clientset() (*kubernetes.Clientset, error) {
 // WriteKubeconfig writes a kubeconfig for the admin token (context
 // "kubelocal", namespace default) to path, mode 0600.
 func (c *Cluster) WriteKubeconfig(path string) error {
-	rc := c.RESTConfig()
+	return c.WriteKubeconfigFor(path, AdminUser, c.AdminToken())
+}
+
+// WriteKubeconfigFor writes a kubeconfig for another bearer token (a user of
+// the token file, a ServiceAccount's token) to path, mode 0600.
+func (c *Cluster) WriteKubeconfigFor(path, user, token string) error {
+	rc := c.RESTConfigFor(token)
 	kc := clientcmdapi.NewConfig()
 	kc.Clusters["kubelocal"] = &clientcmdapi.Cluster{
 		Server:                   rc.Host,
 		CertificateAuthorityData: rc.CAData,
 		InsecureSkipTLSVerify:    rc.Insecure,
 	}
-	kc.AuthInfos[AdminUser] = &clientcmdapi.AuthInfo{Token: rc.BearerToken}
-	kc.Contexts["kubelocal"] = &clientcmdapi.Context{Cluster: "kubelocal", AuthInfo: AdminUser, Namespace: "default"}
+	kc.AuthInfos[user] = &clientcmdapi.AuthInfo{Token: token}
+	kc.Contexts["kubelocal"] = &clientcmdapi.Context{Cluster: "kubelocal", AuthInfo: user, Namespace: "default"}
 	kc.CurrentContext = "kubelocal"
 	if err := clientcmd.WriteToFile(*kc, path); err != nil {
 		return fmt.Errorf("kubelocal: write kubeconfig: %w", err)

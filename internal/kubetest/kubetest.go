@@ -159,8 +159,15 @@ func (s *Server) Clientset() *kubernetes.Clientset {
 // t and returns its path.
 func (s *Server) Kubeconfig(t testing.TB) string {
 	t.Helper()
+	return s.KubeconfigFor(t, kubelocal.AdminUser, s.AdminToken())
+}
+
+// KubeconfigFor writes a kubeconfig for another bearer token (a user added
+// with WithUser, a ServiceAccount's token) and returns its path.
+func (s *Server) KubeconfigFor(t testing.TB, user, token string) string {
+	t.Helper()
 	path := filepath.Join(t.TempDir(), "kubeconfig")
-	if err := s.c.WriteKubeconfig(path); err != nil {
+	if err := s.c.WriteKubeconfigFor(path, user, token); err != nil {
 		t.Fatalf("kubetest: %v", err)
 	}
 	return path
