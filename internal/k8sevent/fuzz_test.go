@@ -18,20 +18,9 @@ import (
 
 // contractKeys are the keys the codec reads; the fuzz input picks among
 // them, junkKeys, and raw strings.
-var contractKeys = []string{
-	k8sevent.AttrEventName, k8sevent.AttrEventUID, k8sevent.AttrReason, k8sevent.AttrAction,
-	k8sevent.AttrNamespace, k8sevent.AttrObjectKind, k8sevent.AttrObjectName, k8sevent.AttrObjectUID,
-	k8sevent.AttrObjectAPIVersion, k8sevent.AttrObjectFieldPath, k8sevent.AttrObjectResourceVer,
-	k8sevent.AttrSourceComponent, k8sevent.AttrNodeName, k8sevent.AttrReportingController,
-	k8sevent.AttrReportingInstance, k8sevent.AttrRelatedKind, k8sevent.AttrRelatedName,
-	k8sevent.AttrRelatedNamespace, k8sevent.AttrRelatedUID, k8sevent.AttrRelatedAPIVersion,
-	k8sevent.AttrRelatedFieldPath, k8sevent.AttrCount, k8sevent.AttrFirstTimestamp,
-	k8sevent.AttrLastTimestamp, k8sevent.AttrSeriesCount, k8sevent.AttrSeriesLastObserved,
-	k8sevent.AttrSeriesState, k8sevent.AttrAggregated, k8sevent.AttrEventNamespace,
-	k8sevent.AttrEventTime, k8sevent.AttrStartTime,
-}
+var contractKeys = k8sevent.ContractKeys[:]
 
-var junkKeys = []string{"", "k8s.pod.name", "k8s.event.reason ", "K8S.EVENT.REASON", "k8s.event", "log.iostream", "k8s.event.related.resource_version"}
+var junkKeys = []string{"", "k8s.pod.name", "k8s.event.reason ", "K8S.EVENT.REASON", "k8s.event", "log.iostream"}
 
 var severityTexts = []string{"", k8sevent.TypeNormal, k8sevent.TypeWarning, "warning", "Error", "INFO", "nOrMaL"}
 

@@ -9,50 +9,6 @@ import (
 	"go.opentelemetry.io/collector/pdata/plog"
 )
 
-// Attribute keys of the log-record contract (DESIGN.md). The codec reads
-// each key from the record's attributes first, then the resource's.
-const (
-	AttrEventName           = "k8s.event.name"
-	AttrEventUID            = "k8s.event.uid"
-	AttrReason              = "k8s.event.reason"
-	AttrAction              = "k8s.event.action"
-	AttrNamespace           = "k8s.namespace.name" // of the regarding object
-	AttrObjectKind          = "k8s.object.kind"
-	AttrObjectName          = "k8s.object.name"
-	AttrObjectUID           = "k8s.object.uid"
-	AttrObjectAPIVersion    = "k8s.object.api_version"
-	AttrObjectFieldPath     = "k8s.object.fieldpath"
-	AttrObjectResourceVer   = "k8s.object.resource_version"
-	AttrSourceComponent     = "k8s.event.source.component"
-	AttrNodeName            = "k8s.node.name" // legacy source host
-	AttrReportingController = "k8s.event.reporting_controller"
-	AttrReportingInstance   = "k8s.event.reporting_instance"
-	AttrRelatedKind         = "k8s.event.related.kind"
-	AttrRelatedName         = "k8s.event.related.name"
-	AttrRelatedNamespace    = "k8s.event.related.namespace"
-	AttrRelatedUID          = "k8s.event.related.uid"
-	AttrRelatedAPIVersion   = "k8s.event.related.api_version"
-	AttrRelatedFieldPath    = "k8s.event.related.fieldpath"
-	AttrRelatedResourceVer  = "k8s.event.related.resource_version"
-	AttrCount               = "k8s.event.count"
-	AttrFirstTimestamp      = "k8s.event.first_timestamp"
-	AttrLastTimestamp       = "k8s.event.last_timestamp"
-	AttrSeriesCount         = "k8s.event.series.count"
-	AttrSeriesLastObserved  = "k8s.event.series.last_observed_time"
-	AttrSeriesState         = "k8s.event.series.state"
-	AttrAggregated          = "k8s.event.aggregated"
-
-	// Additions to the contract, so that both APIs round-trip: the Event
-	// object's own namespace when it is not the one derived from the
-	// regarding object, and events.k8s.io eventTime.
-	AttrEventNamespace = "k8s.event.namespace"
-	AttrEventTime      = "k8s.event.time"
-
-	// Read only: the contrib k8s_events receiver's creation timestamp, used as
-	// the first occurrence when nothing better is present.
-	AttrStartTime = "k8s.event.start_time"
-)
-
 // MicroTimeFormat is RFC 3339 with microseconds, the precision of
 // events.k8s.io MicroTime fields.
 const MicroTimeFormat = "2006-01-02T15:04:05.000000Z07:00"
@@ -68,85 +24,103 @@ type DecodeOptions struct {
 // DecodeAttributes reads the contract keys present in attrs into dst,
 // overwriting what dst holds for them, and reports whether any was present.
 // Call it with the resource's attributes first and the record's last.
+//
+// OTLP lets a map hold one key twice. The first copy wins, as it does for
+// pcommon.Map.Get and so for every collector component (filter, transform,
+// routing): a later copy is ignored and reported as ProblemDuplicateKey,
+// and writers of records drop it (DropDuplicateKeys), so that no reader can
+// be shown another value than the processor decided on.
 func DecodeAttributes(attrs pcommon.Map, dst *Event, opts DecodeOptions) (problems Problem, found bool) {
+	var seen uint64
 	for k, v := range attrs.All() {
-		var p Problem
-		switch k {
-		case AttrEventName:
-			dst.Name = str(v)
-		case AttrEventUID:
-			dst.UID = str(v)
-		case AttrEventNamespace:
-			dst.Namespace = str(v)
-		case AttrReason:
-			dst.Reason = str(v)
-		case AttrAction:
-			dst.Action = str(v)
-		case AttrNamespace:
-			dst.Regarding.Namespace = str(v)
-		case AttrObjectKind:
-			dst.Regarding.Kind = str(v)
-		case AttrObjectName:
-			dst.Regarding.Name = str(v)
-		case AttrObjectUID:
-			dst.Regarding.UID = str(v)
-		case AttrObjectAPIVersion:
-			dst.Regarding.APIVersion = str(v)
-		case AttrObjectFieldPath:
-			dst.Regarding.FieldPath = str(v)
-		case AttrObjectResourceVer:
-			dst.Regarding.ResourceVersion = str(v)
-		case AttrSourceComponent:
-			dst.SourceComponent = str(v)
-		case AttrNodeName:
-			dst.SourceHost = str(v)
-		case AttrReportingController:
-			dst.ReportingController = str(v)
-		case AttrReportingInstance:
-			dst.ReportingInstance = str(v)
-		case AttrRelatedKind:
-			dst.Related.Kind = str(v)
-		case AttrRelatedName:
-			dst.Related.Name = str(v)
-		case AttrRelatedNamespace:
-			dst.Related.Namespace = str(v)
-		case AttrRelatedUID:
-			dst.Related.UID = str(v)
-		case AttrRelatedAPIVersion:
-			dst.Related.APIVersion = str(v)
-		case AttrRelatedFieldPath:
-			dst.Related.FieldPath = str(v)
-		case AttrRelatedResourceVer:
-			dst.Related.ResourceVersion = str(v)
-		case AttrCount:
-			dst.Count, p = integer(v)
-		case AttrSeriesCount:
-			dst.SeriesCount, p = integer(v)
-		case AttrSeriesState:
-			dst.SeriesState = str(v)
-		case AttrAggregated:
-			dst.Aggregated = v.Type() == pcommon.ValueTypeBool && v.Bool()
-		case AttrFirstTimestamp:
-			p = decodeTime(v, &dst.FirstTimestamp, opts, 0)
-		case AttrLastTimestamp:
-			p = decodeTime(v, &dst.LastTimestamp, opts, 0)
-		case AttrEventTime:
-			p = decodeTime(v, &dst.EventTime, opts, time.Microsecond)
-		case AttrSeriesLastObserved:
-			p = decodeTime(v, &dst.SeriesLastObservedTime, opts, time.Microsecond)
-		case AttrStartTime:
-			if dst.FirstTimestamp.IsZero() {
-				p = decodeTime(v, &dst.FirstTimestamp, opts, 0)
-			}
-		default:
+		i := keyIndex(k)
+		if i < 0 {
 			continue
 		}
-		problems |= p
+		if seen&(1<<i) != 0 {
+			problems |= ProblemDuplicateKey
+			continue
+		}
+		seen |= 1 << i
+		problems |= decodeKey(i, v, dst, opts)
 		// The namespace and node keys also sit on every log from a pod or
 		// node; alone they do not make a record an Event.
-		found = found || (k != AttrNamespace && k != AttrNodeName)
+		found = found || (i != keyNamespace && i != keyNodeName)
 	}
 	return problems, found
+}
+
+// decodeKey reads the value of contract key i into dst.
+func decodeKey(i contractKey, v pcommon.Value, dst *Event, opts DecodeOptions) (p Problem) {
+	switch i {
+	case keyEventName:
+		dst.Name = str(v)
+	case keyEventUID:
+		dst.UID = str(v)
+	case keyEventNamespace:
+		dst.Namespace = str(v)
+	case keyReason:
+		dst.Reason = str(v)
+	case keyAction:
+		dst.Action = str(v)
+	case keyNamespace:
+		dst.Regarding.Namespace = str(v)
+	case keyObjectKind:
+		dst.Regarding.Kind = str(v)
+	case keyObjectName:
+		dst.Regarding.Name = str(v)
+	case keyObjectUID:
+		dst.Regarding.UID = str(v)
+	case keyObjectAPIVersion:
+		dst.Regarding.APIVersion = str(v)
+	case keyObjectFieldPath:
+		dst.Regarding.FieldPath = str(v)
+	case keyObjectResourceVer:
+		dst.Regarding.ResourceVersion = str(v)
+	case keySourceComponent:
+		dst.SourceComponent = str(v)
+	case keyNodeName:
+		dst.SourceHost = str(v)
+	case keyReportingController:
+		dst.ReportingController = str(v)
+	case keyReportingInstance:
+		dst.ReportingInstance = str(v)
+	case keyRelatedKind:
+		dst.Related.Kind = str(v)
+	case keyRelatedName:
+		dst.Related.Name = str(v)
+	case keyRelatedNamespace:
+		dst.Related.Namespace = str(v)
+	case keyRelatedUID:
+		dst.Related.UID = str(v)
+	case keyRelatedAPIVersion:
+		dst.Related.APIVersion = str(v)
+	case keyRelatedFieldPath:
+		dst.Related.FieldPath = str(v)
+	case keyRelatedResourceVer:
+		dst.Related.ResourceVersion = str(v)
+	case keyCount:
+		dst.Count, p = integer(v)
+	case keySeriesCount:
+		dst.SeriesCount, p = integer(v)
+	case keySeriesState:
+		dst.SeriesState = str(v)
+	case keyAggregated:
+		dst.Aggregated = v.Type() == pcommon.ValueTypeBool && v.Bool()
+	case keyFirstTimestamp:
+		p = decodeTime(v, &dst.FirstTimestamp, opts, 0)
+	case keyLastTimestamp:
+		p = decodeTime(v, &dst.LastTimestamp, opts, 0)
+	case keyEventTime:
+		p = decodeTime(v, &dst.EventTime, opts, time.Microsecond)
+	case keySeriesLastObserved:
+		p = decodeTime(v, &dst.SeriesLastObservedTime, opts, time.Microsecond)
+	case keyStartTime:
+		if dst.FirstTimestamp.IsZero() {
+			p = decodeTime(v, &dst.FirstTimestamp, opts, 0)
+		}
+	}
+	return p
 }
 
 // DecodeRecord reads the record's own fields (body, severity, timestamp) and

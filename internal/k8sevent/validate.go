@@ -38,6 +38,7 @@ const (
 	ProblemBadValue
 	ProblemBadController
 	ProblemNamespaceMismatch
+	ProblemDuplicateKey
 )
 
 // ProblemsFatal cannot be repaired: no valid Event can be made of the record.
@@ -46,7 +47,7 @@ const ProblemsFatal = ProblemMissingReason | ProblemMissingRegarding | ProblemBa
 var problemNames = [...]string{
 	"missing_reason", "missing_regarding", "bad_namespace", "negative_count",
 	"zero_time", "bad_type", "long_note", "long_field", "bad_value",
-	"bad_controller", "namespace_mismatch",
+	"bad_controller", "namespace_mismatch", "duplicate_key",
 }
 
 // Each calls f with the metric name of every problem in p.

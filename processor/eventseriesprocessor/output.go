@@ -68,9 +68,8 @@ func (o *output) scope(src source, rl plog.ResourceLogs, sl plog.ScopeLogs) plog
 		rl.Resource().CopyTo(outRL.Resource())
 		if src.emitted {
 			attrs := outRL.Resource().Attributes()
-			for _, k := range ownedKeys {
-				attrs.Remove(k)
-			}
+			k8sevent.RemoveKeys(attrs, ownedKeys)
+			k8sevent.DropDuplicateKeys(attrs)
 		}
 		outRL.SetSchemaUrl(rl.SchemaUrl())
 		sl.Scope().CopyTo(outSL.Scope())
@@ -94,6 +93,7 @@ func (o *output) emitInput(src source, rl plog.ResourceLogs, sl plog.ScopeLogs, 
 	dst := o.scope(src, rl, sl).AppendEmpty()
 	lr.CopyTo(dst)
 	attrs := dst.Attributes()
+	k8sevent.DropDuplicateKeys(attrs) // the copy the processor read is the one it leaves
 	// Write back what Sanitize changed, over the record or its resource.
 	if repaired&k8sevent.ProblemLongNote != 0 {
 		dst.Body().SetStr(ev.Note)
@@ -132,9 +132,7 @@ func (o *output) emitTimer(em *engine.Emission) {
 func (o *output) annotate(dst plog.LogRecord, em *engine.Emission) {
 	attrs := dst.Attributes()
 	attrs.PutStr(k8sevent.AttrEventName, em.Name)
-	for _, k := range stateKeys {
-		attrs.Remove(k)
-	}
+	k8sevent.RemoveKeys(attrs, stateKeys)
 	if em.Note != "" {
 		dst.Body().SetStr(k8sevent.Truncate(em.Note, k8sevent.MaxNoteBytes))
 	}

@@ -1,0 +1,219 @@
+package k8sevent
+
+import (
+	"slices"
+
+	"go.opentelemetry.io/collector/pdata/pcommon"
+)
+
+// Attribute keys of the log-record contract (the README's table). The codec reads
+// each key from the record's attributes first, then the resource's.
+const (
+	AttrEventName           = "k8s.event.name"
+	AttrEventUID            = "k8s.event.uid"
+	AttrReason              = "k8s.event.reason"
+	AttrAction              = "k8s.event.action"
+	AttrNamespace           = "k8s.namespace.name" // of the regarding object
+	AttrObjectKind          = "k8s.object.kind"
+	AttrObjectName          = "k8s.object.name"
+	AttrObjectUID           = "k8s.object.uid"
+	AttrObjectAPIVersion    = "k8s.object.api_version"
+	AttrObjectFieldPath     = "k8s.object.fieldpath"
+	AttrObjectResourceVer   = "k8s.object.resource_version"
+	AttrSourceComponent     = "k8s.event.source.component"
+	AttrNodeName            = "k8s.node.name" // legacy source host
+	AttrReportingController = "k8s.event.reporting_controller"
+	AttrReportingInstance   = "k8s.event.reporting_instance"
+	AttrRelatedKind         = "k8s.event.related.kind"
+	AttrRelatedName         = "k8s.event.related.name"
+	AttrRelatedNamespace    = "k8s.event.related.namespace"
+	AttrRelatedUID          = "k8s.event.related.uid"
+	AttrRelatedAPIVersion   = "k8s.event.related.api_version"
+	AttrRelatedFieldPath    = "k8s.event.related.fieldpath"
+	AttrRelatedResourceVer  = "k8s.event.related.resource_version"
+	AttrCount               = "k8s.event.count"
+	AttrFirstTimestamp      = "k8s.event.first_timestamp"
+	AttrLastTimestamp       = "k8s.event.last_timestamp"
+	AttrSeriesCount         = "k8s.event.series.count"
+	AttrSeriesLastObserved  = "k8s.event.series.last_observed_time"
+	AttrSeriesState         = "k8s.event.series.state"
+	AttrAggregated          = "k8s.event.aggregated"
+
+	// Additions to the contract, so that both APIs round-trip: the Event
+	// object's own namespace when it is not the one derived from the
+	// regarding object, and events.k8s.io eventTime.
+	AttrEventNamespace = "k8s.event.namespace"
+	AttrEventTime      = "k8s.event.time"
+
+	// Read only: the contrib k8s_events receiver's creation timestamp, used as
+	// the first occurrence when nothing better is present.
+	AttrStartTime = "k8s.event.start_time"
+)
+
+// contractKey indexes the contract's attribute keys (ContractKeys).
+type contractKey int
+
+const (
+	keyEventName contractKey = iota
+	keyEventUID
+	keyEventNamespace
+	keyReason
+	keyAction
+	keyNamespace
+	keyObjectKind
+	keyObjectName
+	keyObjectUID
+	keyObjectAPIVersion
+	keyObjectFieldPath
+	keyObjectResourceVer
+	keySourceComponent
+	keyNodeName
+	keyReportingController
+	keyReportingInstance
+	keyRelatedKind
+	keyRelatedName
+	keyRelatedNamespace
+	keyRelatedUID
+	keyRelatedAPIVersion
+	keyRelatedFieldPath
+	keyRelatedResourceVer
+	keyCount
+	keySeriesCount
+	keySeriesState
+	keyAggregated
+	keyFirstTimestamp
+	keyLastTimestamp
+	keyEventTime
+	keySeriesLastObserved
+	keyStartTime
+	numContractKeys
+)
+
+// ContractKeys are every attribute key the codec reads, indexed by
+// contractKey: the one list a fuzzer or a writer that must strip them uses.
+var ContractKeys = [numContractKeys]string{
+	AttrEventName,
+	AttrEventUID,
+	AttrEventNamespace,
+	AttrReason,
+	AttrAction,
+	AttrNamespace,
+	AttrObjectKind,
+	AttrObjectName,
+	AttrObjectUID,
+	AttrObjectAPIVersion,
+	AttrObjectFieldPath,
+	AttrObjectResourceVer,
+	AttrSourceComponent,
+	AttrNodeName,
+	AttrReportingController,
+	AttrReportingInstance,
+	AttrRelatedKind,
+	AttrRelatedName,
+	AttrRelatedNamespace,
+	AttrRelatedUID,
+	AttrRelatedAPIVersion,
+	AttrRelatedFieldPath,
+	AttrRelatedResourceVer,
+	AttrCount,
+	AttrSeriesCount,
+	AttrSeriesState,
+	AttrAggregated,
+	AttrFirstTimestamp,
+	AttrLastTimestamp,
+	AttrEventTime,
+	AttrSeriesLastObserved,
+	AttrStartTime,
+}
+
+// keyIndex is k's place in ContractKeys, or -1 for a key outside the contract.
+func keyIndex(k string) contractKey {
+	switch k {
+	case AttrEventName:
+		return keyEventName
+	case AttrEventUID:
+		return keyEventUID
+	case AttrEventNamespace:
+		return keyEventNamespace
+	case AttrReason:
+		return keyReason
+	case AttrAction:
+		return keyAction
+	case AttrNamespace:
+		return keyNamespace
+	case AttrObjectKind:
+		return keyObjectKind
+	case AttrObjectName:
+		return keyObjectName
+	case AttrObjectUID:
+		return keyObjectUID
+	case AttrObjectAPIVersion:
+		return keyObjectAPIVersion
+	case AttrObjectFieldPath:
+		return keyObjectFieldPath
+	case AttrObjectResourceVer:
+		return keyObjectResourceVer
+	case AttrSourceComponent:
+		return keySourceComponent
+	case AttrNodeName:
+		return keyNodeName
+	case AttrReportingController:
+		return keyReportingController
+	case AttrReportingInstance:
+		return keyReportingInstance
+	case AttrRelatedKind:
+		return keyRelatedKind
+	case AttrRelatedName:
+		return keyRelatedName
+	case AttrRelatedNamespace:
+		return keyRelatedNamespace
+	case AttrRelatedUID:
+		return keyRelatedUID
+	case AttrRelatedAPIVersion:
+		return keyRelatedAPIVersion
+	case AttrRelatedFieldPath:
+		return keyRelatedFieldPath
+	case AttrRelatedResourceVer:
+		return keyRelatedResourceVer
+	case AttrCount:
+		return keyCount
+	case AttrSeriesCount:
+		return keySeriesCount
+	case AttrSeriesState:
+		return keySeriesState
+	case AttrAggregated:
+		return keyAggregated
+	case AttrFirstTimestamp:
+		return keyFirstTimestamp
+	case AttrLastTimestamp:
+		return keyLastTimestamp
+	case AttrEventTime:
+		return keyEventTime
+	case AttrSeriesLastObserved:
+		return keySeriesLastObserved
+	case AttrStartTime:
+		return keyStartTime
+	}
+	return -1
+}
+
+// DropDuplicateKeys removes every copy of a contract key after the first,
+// the copy DecodeAttributes reads.
+func DropDuplicateKeys(attrs pcommon.Map) {
+	var seen uint64
+	attrs.RemoveIf(func(k string, _ pcommon.Value) bool {
+		i := keyIndex(k)
+		if i < 0 {
+			return false
+		}
+		dup := seen&(1<<i) != 0
+		seen |= 1 << i
+		return dup
+	})
+}
+
+// RemoveKeys removes every copy of the given keys (pcommon.Map.Remove
+// removes only the first, and a second copy would then be read).
+func RemoveKeys(attrs pcommon.Map, keys []string) {
+	attrs.RemoveIf(func(k string, _ pcommon.Value) bool { return slices.Contains(keys, k) })
+}

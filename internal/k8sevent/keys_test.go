@@ -1,0 +1,91 @@
+package k8sevent_test
+
+import (
+	"os"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/pdata/plog"
+
+	"github.com/k8sevents/otel-k8sevents/internal/k8sevent"
+)
+
+// testdata/duplicated-keys.json is an OTLP/JSON record whose attribute
+// maps hold k8s.event.series.count and k8s.event.name twice, which the OTLP
+// wire format allows and pcommon.Map keeps.
+func unmarshalDuplicated(t *testing.T) plog.Logs {
+	t.Helper()
+	ld, err := (&plog.JSONUnmarshaler{}).UnmarshalLogs(readFile(t, "testdata/duplicated-keys.json"))
+	require.NoError(t, err)
+	require.Equal(t, 8, ld.ResourceLogs().At(0).ScopeLogs().At(0).LogRecords().At(0).Attributes().Len(),
+		"the wire format keeps both copies; the test needs them")
+	return ld
+}
+
+// TestHostileDuplicateKeysFirstCopyWins: the codec reads the first copy of
+// a duplicated key, the copy pcommon.Map.Get and so every other collector
+// component reads, and reports the duplicate.
+func TestHostileDuplicateKeysFirstCopyWins(t *testing.T) {
+	ld := unmarshalDuplicated(t)
+	rl := ld.ResourceLogs().At(0)
+	ev, problems, found := k8sevent.Decode(rl.Resource(), rl.ScopeLogs().At(0).LogRecords().At(0), k8sevent.DecodeOptions{})
+	require.True(t, found)
+	require.Equal(t, "web-0.own", ev.Name)
+	require.EqualValues(t, 1, ev.SeriesCount, "the record's first copy, over the resource's")
+	require.NotZero(t, problems&k8sevent.ProblemDuplicateKey)
+	require.Contains(t, problems.String(), "duplicate_key")
+
+	var res k8sevent.Event
+	p, _ := k8sevent.DecodeAttributes(rl.Resource().Attributes(), &res, k8sevent.DecodeOptions{})
+	require.EqualValues(t, 2, res.SeriesCount)
+	require.NotZero(t, p&k8sevent.ProblemDuplicateKey)
+}
+
+// TestHostileDuplicateKeysDropped: after DropDuplicateKeys every contract
+// key is there once, with the value the codec read; RemoveKeys removes
+// every copy, where pcommon.Map.Remove would leave the second behind.
+func TestHostileDuplicateKeysDropped(t *testing.T) {
+	ld := unmarshalDuplicated(t)
+	rl := ld.ResourceLogs().At(0)
+	lr := rl.ScopeLogs().At(0).LogRecords().At(0)
+	before, _, _ := k8sevent.Decode(rl.Resource(), lr, k8sevent.DecodeOptions{})
+
+	k8sevent.DropDuplicateKeys(lr.Attributes())
+	k8sevent.DropDuplicateKeys(rl.Resource().Attributes())
+	require.Equal(t, 6, lr.Attributes().Len())
+	require.Equal(t, 1, rl.Resource().Attributes().Len())
+	after, problems, _ := k8sevent.Decode(rl.Resource(), lr, k8sevent.DecodeOptions{})
+	require.Zero(t, problems&k8sevent.ProblemDuplicateKey)
+	require.Equal(t, before, after)
+
+	ld = unmarshalDuplicated(t)
+	attrs := ld.ResourceLogs().At(0).ScopeLogs().At(0).LogRecords().At(0).Attributes()
+	k8sevent.RemoveKeys(attrs, []string{k8sevent.AttrSeriesCount})
+	_, ok := attrs.Get(k8sevent.AttrSeriesCount)
+	require.False(t, ok, "every copy removed")
+	require.Equal(t, 6, attrs.Len())
+}
+
+// TestContractKeysAreDistinct: the table the fuzzers and writers use has
+// every key once, and each decodes (so none is missing from the reader).
+func TestContractKeysAreDistinct(t *testing.T) {
+	seen := map[string]bool{}
+	for _, k := range k8sevent.ContractKeys {
+		require.False(t, seen[k], k)
+		seen[k] = true
+		lr := plog.NewLogRecord()
+		lr.Attributes().PutStr(k, "x")
+		lr.Attributes().PutStr(k+".not", "y")
+		var ev k8sevent.Event
+		_, found := k8sevent.DecodeAttributes(lr.Attributes(), &ev, k8sevent.DecodeOptions{})
+		require.Equal(t, k != k8sevent.AttrNamespace && k != k8sevent.AttrNodeName, found, k)
+	}
+	require.Len(t, seen, 32)
+}
+
+func readFile(t *testing.T, name string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(name)
+	require.NoError(t, err)
+	return b
+}
