@@ -300,3 +300,6 @@ func splitLabels(s string) []string {
 	}
 	return out
 }
+
+// PeakRSS is the most resident memory the collector has used, in bytes.
+func (c *Collector) PeakRSS() (int64, error) { return c.proc.PeakRSS() }

@@ -1,0 +1,152 @@
+package e2e
+
+import (
+	"bytes"
+	"compress/gzip"
+	"context"
+	"fmt"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/pdata/plog"
+	"go.opentelemetry.io/collector/pdata/plog/plogotlp"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/encoding"
+	_ "google.golang.org/grpc/encoding/gzip" // registers the gzip compressor
+	"google.golang.org/protobuf/encoding/protowire"
+
+	"github.com/k8sevents/otel-k8sevents/internal/k8sevent"
+	"github.com/k8sevents/otel-k8sevents/internal/kubetest"
+)
+
+// TestHostileNestedPayload: an attribute nested 2,000,000 levels deep (19 MB
+// of protobuf, under the OTLP receiver's default 20 MiB HTTP body limit)
+// overflows the stack of pdata's recursive unmarshal and kills the
+// collector (collector issue 15301). The ready ingestion config caps a
+// request at 1 MiB decompressed: the payload is refused over gRPC and HTTP,
+// plain and gzipped (it compresses to a few KB); a nesting just under the
+// cap is taken; the collector stays up, its peak RSS stays under 512 MB,
+// and a good record sent afterwards becomes its Event.
+func TestHostileNestedPayload(t *testing.T) {
+	binary(t)
+	srv := kubetest.Start(t)
+	grpcAddr, httpAddr := loopback(t), loopback(t)
+	const controller = "k8sevents.io/e2e-hostile"
+	c := startCollectorEnv(t, t.TempDir(), readyConfig(t, "otlp-ingestion.yaml"), []string{
+		"K8S_AUTH_TYPE=kubeConfig", "KUBECONFIG=" + srv.Kubeconfig(t),
+		"OTLP_GRPC_ENDPOINT=" + grpcAddr, "OTLP_HTTP_ENDPOINT=" + httpAddr,
+		"REPORTING_CONTROLLER=" + controller,
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+
+	conn, err := grpc.NewClient(grpcAddr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	require.NoError(t, err)
+	defer conn.Close()
+
+	deep := nestedLogsRequest(2_000_000)
+	require.Greater(t, len(deep), 19<<20-1<<20, "the payload of the report")
+	require.Error(t, exportRaw(ctx, conn, deep), "grpc: over the cap")
+	require.Error(t, exportRaw(ctx, conn, deep, grpc.UseCompressor("gzip")), "grpc+gzip: over the cap once decompressed")
+	requireRefusedHTTP(ctx, t, httpAddr, deep, false)
+	requireRefusedHTTP(ctx, t, httpAddr, deep, true)
+	requireRunning(t, c)
+
+	under := nestedLogsRequest(100_000)
+	require.Less(t, len(under), 1<<20)
+	require.NoError(t, exportRaw(ctx, conn, under), "under the cap: taken (a record with no Event)")
+
+	requireRunning(t, c)
+	rss, err := c.PeakRSS()
+	require.NoError(t, err)
+	t.Logf("collector peak RSS after the hostile payloads: %d MB", rss>>20)
+	require.Less(t, rss, int64(512<<20), "peak RSS")
+
+	// The pipeline still works: a good record becomes an Event.
+	good := plog.NewLogs()
+	ev := k8sevent.Event{Reason: "Started", Note: "after the hostile payloads", Type: k8sevent.TypeNormal, Time: time.Now(),
+		Regarding: k8sevent.ObjectRef{Kind: "Pod", Namespace: "default", Name: "survivor", UID: "u-survivor"}}
+	k8sevent.Encode(&ev, good.ResourceLogs().AppendEmpty().ScopeLogs().AppendEmpty().LogRecords().AppendEmpty())
+	_, err = plogotlp.NewGRPCClient(conn).Export(ctx, plogotlp.NewExportRequestFromLogs(good))
+	require.NoError(t, err)
+	eventually(t, time.Minute, func() (bool, string) {
+		evs, err := listEvents(ctx, srv.Clientset(), byController(controller))
+		if err != nil || len(evs) != 1 {
+			return false, fmt.Sprintf("events of %s: %d (%v)", controller, len(evs), err)
+		}
+		return evs[0].InvolvedObject.Name == "survivor", "regarding " + evs[0].InvolvedObject.Name
+	})
+}
+
+func requireRunning(t *testing.T, c *collector) {
+	t.Helper()
+	exited, err := c.Exited()
+	require.False(t, exited, "the collector died: %v\n%s", err, c.LogTail(2048))
+}
+
+// rawCodec sends bytes as they are: the test's payload is protobuf that
+// pdata itself could not marshal (its marshaler recurses too).
+type rawCodec struct{}
+
+func (rawCodec) Marshal(v any) ([]byte, error)      { return v.([]byte), nil }
+func (rawCodec) Unmarshal(data []byte, v any) error { *(v.(*[]byte)) = data; return nil }
+func (rawCodec) Name() string                       { return "proto" }
+
+var _ encoding.Codec = rawCodec{}
+
+func exportRaw(ctx context.Context, conn *grpc.ClientConn, req []byte, opts ...grpc.CallOption) error {
+	var resp []byte
+	opts = append(opts, grpc.ForceCodec(rawCodec{}))
+	return conn.Invoke(ctx, "/opentelemetry.proto.collector.logs.v1.LogsService/Export", req, &resp, opts...)
+}
+
+func requireRefusedHTTP(ctx context.Context, t *testing.T, addr string, body []byte, gz bool) {
+	t.Helper()
+	if gz {
+		var b bytes.Buffer
+		w := gzip.NewWriter(&b)
+		_, err := w.Write(body)
+		require.NoError(t, err)
+		require.NoError(t, w.Close())
+		body = b.Bytes()
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+addr+"/v1/logs", bytes.NewReader(body))
+	require.NoError(t, err)
+	req.Header.Set("Content-Type", "application/x-protobuf")
+	if gz {
+		req.Header.Set("Content-Encoding", "gzip")
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err == nil { // the server may also close the connection on an oversized body
+		resp.Body.Close()
+		require.GreaterOrEqual(t, resp.StatusCode, 400, "http (gzip %v): %s", gz, resp.Status)
+	}
+}
+
+// nestedLogsRequest is an ExportLogsServiceRequest of one record whose one
+// attribute nests depth array values, built in linear time (sizes inside
+// out, then bytes outside in).
+func nestedLogsRequest(depth int) []byte {
+	leaf := protowire.AppendBytes(protowire.AppendTag(nil, 1, protowire.BytesType), []byte("x")) // AnyValue.string_value
+	inner := make([]int, depth+1)                                                                // size of the AnyValue inside level i
+	arr := make([]int, depth)                                                                    // size of level i's ArrayValue
+	inner[0] = len(leaf)
+	for i := range depth {
+		arr[i] = protowire.SizeTag(1) + protowire.SizeBytes(inner[i])
+		inner[i+1] = protowire.SizeTag(5) + protowire.SizeBytes(arr[i])
+	}
+	value := make([]byte, 0, inner[depth])
+	for i := depth - 1; i >= 0; i-- {
+		value = protowire.AppendVarint(protowire.AppendTag(value, 5, protowire.BytesType), uint64(arr[i]))   // AnyValue.array_value
+		value = protowire.AppendVarint(protowire.AppendTag(value, 1, protowire.BytesType), uint64(inner[i])) // ArrayValue.values
+	}
+	value = append(value, leaf...)
+	wrap := func(field protowire.Number, b []byte) []byte {
+		return protowire.AppendBytes(protowire.AppendTag(nil, field, protowire.BytesType), b)
+	}
+	kv := append(wrap(1, []byte("k")), wrap(2, value)...) // KeyValue{key, value}
+	return wrap(1, wrap(2, wrap(2, wrap(6, kv))))         // request.resource_logs.scope_logs.log_records.attributes
+}
