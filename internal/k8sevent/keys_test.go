@@ -2,7 +2,9 @@ package k8sevent_test
 
 import (
 	"os"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/pdata/plog"
@@ -88,4 +90,47 @@ func readFile(t *testing.T, name string) []byte {
 	b, err := os.ReadFile(name)
 	require.NoError(t, err)
 	return b
+}
+
+// TestHostileOversizedFieldsRefused: every name-like field one byte past
+// what a real object can have makes the record fatal (refused whole, not
+// cut: a cut identity would merge distinct objects); at the limit it passes.
+func TestHostileOversizedFieldsRefused(t *testing.T) {
+	long := func(n int) string { return strings.Repeat("x", n) }
+	fields := map[string]func(*k8sevent.Event, string){
+		"name": func(e *k8sevent.Event, s string) { e.Name = s }, "uid": func(e *k8sevent.Event, s string) { e.UID = s },
+		"source.component":          func(e *k8sevent.Event, s string) { e.SourceComponent = s },
+		"source.host":               func(e *k8sevent.Event, s string) { e.SourceHost = s },
+		"regarding.kind":            func(e *k8sevent.Event, s string) { e.Regarding.Kind = s },
+		"regarding.name":            func(e *k8sevent.Event, s string) { e.Regarding.Name = s },
+		"regarding.uid":             func(e *k8sevent.Event, s string) { e.Regarding.UID = s },
+		"regarding.fieldPath":       func(e *k8sevent.Event, s string) { e.Regarding.FieldPath = s },
+		"regarding.resourceVersion": func(e *k8sevent.Event, s string) { e.Regarding.ResourceVersion = s },
+		"related.kind":              func(e *k8sevent.Event, s string) { e.Related.Kind = s },
+		"related.name":              func(e *k8sevent.Event, s string) { e.Related.Name = s },
+		"related.namespace":         func(e *k8sevent.Event, s string) { e.Related.Namespace = s },
+		"related.uid":               func(e *k8sevent.Event, s string) { e.Related.UID = s },
+	}
+	base := func() k8sevent.Event {
+		return k8sevent.Event{Reason: "BackOff", Type: k8sevent.TypeNormal, Time: time.Unix(1e9, 0),
+			Regarding: k8sevent.ObjectRef{Kind: "Pod", Namespace: "default", Name: "web-0"}}
+	}
+	for name, set := range fields {
+		ev := base()
+		set(&ev, long(k8sevent.MaxNameBytes))
+		_, fatal := k8sevent.Sanitize(&ev, time.Now())
+		require.Zero(t, fatal&k8sevent.ProblemOversized, "%s at the limit", name)
+		set(&ev, long(100<<10))
+		_, fatal = k8sevent.Sanitize(&ev, time.Now())
+		require.NotZero(t, fatal&k8sevent.ProblemOversized, "%s of 100 KB", name)
+	}
+	for name, set := range map[string]func(*k8sevent.Event, string){
+		"regarding.apiVersion": func(e *k8sevent.Event, s string) { e.Regarding.APIVersion = s },
+		"reportingController":  func(e *k8sevent.Event, s string) { e.ReportingController = s },
+	} {
+		ev := base()
+		set(&ev, long(k8sevent.MaxQualifiedNameBytes+1))
+		_, fatal := k8sevent.Sanitize(&ev, time.Now())
+		require.NotZero(t, fatal&k8sevent.ProblemOversized, name)
+	}
 }

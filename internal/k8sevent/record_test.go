@@ -338,5 +338,5 @@ func TestProblemString(t *testing.T) {
 	assert.Equal(t, "missing_reason,bad_value", (k8sevent.ProblemMissingReason | k8sevent.ProblemBadValue).String())
 	var names []string
 	(k8sevent.ProblemsFatal).Each(func(n string) { names = append(names, n) })
-	assert.Equal(t, []string{"missing_reason", "missing_regarding", "bad_namespace"}, names)
+	assert.Equal(t, []string{"missing_reason", "missing_regarding", "bad_namespace", "oversized_field"}, names)
 }

@@ -15,6 +15,15 @@ import (
 const (
 	MaxNoteBytes  = 1024
 	MaxFieldBytes = 128 // reason, action, reportingInstance
+
+	// MaxNameBytes bounds every name-like field: the longest name any
+	// Kubernetes object can have (a DNS subdomain). The API server leaves some
+	// of these open (the regarding object's kind), which let a 100 KB kind
+	// become a 1.3 MB Event; no real object has one.
+	MaxNameBytes = 253
+	// MaxQualifiedNameBytes bounds apiVersion and reportingController:
+	// a DNS-subdomain prefix, a slash, a 63-byte name.
+	MaxQualifiedNameBytes = 317
 )
 
 // API versions an Event is written with.
@@ -39,15 +48,16 @@ const (
 	ProblemBadController
 	ProblemNamespaceMismatch
 	ProblemDuplicateKey
+	ProblemOversized
 )
 
 // ProblemsFatal cannot be repaired: no valid Event can be made of the record.
-const ProblemsFatal = ProblemMissingReason | ProblemMissingRegarding | ProblemBadNamespace
+const ProblemsFatal = ProblemMissingReason | ProblemMissingRegarding | ProblemBadNamespace | ProblemOversized
 
 var problemNames = [...]string{
 	"missing_reason", "missing_regarding", "bad_namespace", "negative_count",
 	"zero_time", "bad_type", "long_note", "long_field", "bad_value",
-	"bad_controller", "namespace_mismatch", "duplicate_key",
+	"bad_controller", "namespace_mismatch", "duplicate_key", "oversized_field",
 }
 
 // Each calls f with the metric name of every problem in p.
@@ -73,6 +83,9 @@ func (p Problem) String() string {
 func Sanitize(ev *Event, now time.Time) (repaired, fatal Problem) {
 	if ev.Regarding.Kind == "" || ev.Regarding.Name == "" {
 		fatal |= ProblemMissingRegarding
+	}
+	if oversized(ev) {
+		fatal |= ProblemOversized
 	}
 	if ns := ev.Namespace; ns != "" && ns != ev.Regarding.Namespace &&
 		(ev.Regarding.Namespace != "" || ns != "default" && ns != "kube-system") {
@@ -118,6 +131,23 @@ func Sanitize(ev *Event, now time.Time) (repaired, fatal Problem) {
 		fatal |= ProblemMissingReason
 	}
 	return repaired, fatal
+}
+
+// oversized reports a name-like field longer than any real object's: such a
+// record is refused whole, before a cache holds it or a write carries it,
+// since cutting an identity would merge distinct objects.
+func oversized(ev *Event) bool {
+	for _, f := range [...]string{ev.Name, ev.Namespace, ev.UID, ev.SourceComponent, ev.SourceHost,
+		ev.Regarding.Kind, ev.Regarding.Namespace, ev.Regarding.Name, ev.Regarding.UID,
+		ev.Regarding.FieldPath, ev.Regarding.ResourceVersion,
+		ev.Related.Kind, ev.Related.Namespace, ev.Related.Name, ev.Related.UID,
+		ev.Related.FieldPath, ev.Related.ResourceVersion} {
+		if len(f) > MaxNameBytes {
+			return true
+		}
+	}
+	return len(ev.Regarding.APIVersion) > MaxQualifiedNameBytes || len(ev.Related.APIVersion) > MaxQualifiedNameBytes ||
+		len(ev.ReportingController) > MaxQualifiedNameBytes
 }
 
 // isDNS1123Label is the rule a namespace name follows, without the regular

@@ -66,9 +66,18 @@ func TestSanitize(t *testing.T) {
 			},
 		},
 		{
-			name:   "all fatal at once",
-			mutate: func(e *k8sevent.Event) { e.Reason, e.Regarding = "", k8sevent.ObjectRef{Namespace: "Bad_NS"} },
-			fatal:  k8sevent.ProblemsFatal,
+			name: "all fatal at once",
+			mutate: func(e *k8sevent.Event) {
+				e.Reason, e.Regarding = "", k8sevent.ObjectRef{Namespace: "Bad_NS", FieldPath: strings.Repeat("f", 254)}
+			},
+			fatal: k8sevent.ProblemsFatal,
+		},
+		{
+			name: "names at their limit",
+			mutate: func(e *k8sevent.Event) {
+				e.Regarding.Kind = strings.Repeat("K", k8sevent.MaxNameBytes)
+				e.ReportingController = strings.Repeat("c", k8sevent.MaxNameBytes-3) + ".io/" + strings.Repeat("n", 63)
+			},
 		},
 		{
 			name:     "negative counts",

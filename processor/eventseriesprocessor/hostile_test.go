@@ -1,8 +1,12 @@
 package eventseriesprocessor
 
 import (
+	"fmt"
 	"os"
+	"strconv"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/pdata/pcommon"
@@ -63,4 +67,33 @@ func requireProblemCounted(t *testing.T, h *harness, problem string) {
 		}
 	}
 	t.Fatalf("no invalid_records point for problem %q", problem)
+}
+
+// TestHostileOversizedFieldsNotCached: records whose name-like fields are
+// 100 KB (each a distinct object) are refused before the engine keeps
+// anything of them, and counted; a good record beside them is processed.
+func TestHostileOversizedFieldsNotCached(t *testing.T) {
+	h := newHarness(t, func(cfg *Config) { eventTime(cfg); cfg.NonEventRecords = recordsDrop })
+	huge := strings.Repeat("k", 100<<10)
+	for i := range 50 {
+		ev := podEvent(fmt.Sprintf("pod-%d", i), "BackOff", "x")
+		ev.Time = t0.Add(time.Duration(i) * time.Second)
+		switch i % 3 {
+		case 0:
+			ev.Regarding.Kind = huge + strconv.Itoa(i)
+		case 1:
+			ev.Regarding.Name = huge + strconv.Itoa(i)
+		default:
+			ev.UID = huge + strconv.Itoa(i)
+		}
+		h.consume(logsOf(ev))
+	}
+	require.Zero(t, h.p.engine.Len(), "nothing of an oversized record is kept")
+	require.Empty(t, h.records())
+	requireProblemCounted(t, h, "oversized_field")
+
+	good := podEvent("web-0", "BackOff", "x")
+	good.Time = t0
+	h.consume(logsOf(good))
+	require.Len(t, h.records(), 1)
 }
