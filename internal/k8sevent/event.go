@@ -1,6 +1,6 @@
 // Package k8sevent is the one Event model of the project and its codecs:
 // core/v1 Event <-> Event <-> events.k8s.io/v1 Event, and Event <-> OTLP log
-// record (the contract in DESIGN.md). The receiver, the processor and the
+// record (the contract in the README). The receiver, the processor and the
 // exporter all read and write records through this package only.
 package k8sevent
 

@@ -105,7 +105,7 @@ func Crashloop() []Occurrence {
 	return sortByTime(occs)
 }
 
-// CronJob is the case of seeds/003: a CronJob running every minute for two
+// CronJob is the CronJob case (docs/design.md, Sources): a CronJob running every minute for two
 // hours; per run the controller reports SuccessfulCreate, SawCompletedJob
 // and (history limit 3) SuccessfulDelete on the CronJob, the Job and its Pod
 // report their own events.
