@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/pdata/plog"
@@ -133,4 +134,15 @@ func TestHostileOversizedFieldsRefused(t *testing.T) {
 		_, fatal := k8sevent.Sanitize(&ev, time.Now())
 		require.NotZero(t, fatal&k8sevent.ProblemOversized, name)
 	}
+}
+
+// TestHostileTruncateDoesNotPinTheOriginal: a cut string does not share the
+// original's memory, so caching it does not keep the 100 KB alive.
+func TestHostileTruncateDoesNotPinTheOriginal(t *testing.T) {
+	huge := strings.Repeat("n", 100<<10)
+	cut := k8sevent.Truncate(huge, k8sevent.MaxNoteBytes)
+	require.Len(t, cut, k8sevent.MaxNoteBytes)
+	require.NotSame(t, unsafe.StringData(huge), unsafe.StringData(cut))
+	short := "short"
+	require.Same(t, unsafe.StringData(short), unsafe.StringData(k8sevent.Truncate(short, 10)), "no copy when nothing is cut")
 }

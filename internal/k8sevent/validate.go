@@ -167,17 +167,21 @@ func isDNS1123Label(s string) bool {
 }
 
 // Truncate cuts s to at most n bytes without splitting a UTF-8 sequence;
-// where s is not UTF-8 at the cut, it cuts at n.
+// where s is not UTF-8 at the cut, it cuts at n. A cut string is a copy: a
+// slice of s would keep all of s alive in whatever caches the result (a
+// 100 KB note cut to 1 KB would still hold 100 KB).
 func Truncate(s string, n int) string {
 	if len(s) <= n {
 		return s
 	}
+	cut := n
 	for i := n; i >= 0 && i > n-utf8.UTFMax; i-- {
 		if utf8.RuneStart(s[i]) {
-			return s[:i]
+			cut = i
+			break
 		}
 	}
-	return s[:n]
+	return strings.Clone(s[:cut])
 }
 
 // GenerateName names the Event object of one series or compressed event:
