@@ -96,8 +96,8 @@ type state struct {
 	name     string
 	note     string // the latest occurrence's note: timer records carry it (packed holds the first's)
 	count    int64  // occurrences
-	emitted  int64 // count of the last emitted record
-	first    int64 // first and latest occurrence (record time), unix ns
+	emitted  int64  // count of the last emitted record
+	first    int64  // first and latest occurrence (record time), unix ns
 	last     int64
 	seenAt   int64 // engine time of the latest occurrence: idle timers run from it
 	nextBeat int64

@@ -345,4 +345,3 @@ func modeName(legacy bool) string {
 	}
 	return "series"
 }
-
