@@ -15,9 +15,6 @@ import (
 	"github.com/k8sevents/otel-k8sevents/internal/k8sevent"
 )
 
-// AggregatePrefix starts the note of an aggregated event, as in client-go.
-const AggregatePrefix = "(combined from similar events): "
-
 // Config is what the engine needs of the processor's configuration.
 type Config struct {
 	Legacy                     bool
@@ -109,11 +106,6 @@ type state struct {
 	started    bool // a series record (count >= 2) went out
 	aggregated bool
 	leaving    bool // removed on purpose: no eviction record
-}
-
-type aggregate struct {
-	notes []string // distinct notes, least recently seen first
-	last  int64
 }
 
 // Engine holds the caches. Not safe for concurrent use.
@@ -275,61 +267,6 @@ func (e *Engine) observeSeries(ev *k8sevent.Event, delta, t int64) {
 		st.nextBeat = e.now + int64(e.cfg.HeartbeatInterval)
 		e.due.schedule(st, st.nextBeat) // a heartbeat_interval under finish_after comes first
 	}
-}
-
-func (e *Engine) observeLegacy(ev *k8sevent.Event, delta, t int64) {
-	l := &identicalLayout
-	aggregated := e.cfg.Aggregation && e.aggregate(ev)
-	if aggregated {
-		l = &aggregateLayout
-	}
-	e.buf = l.appendKey(e.buf[:0], ev)
-	st, ok := e.states.Get(borrow(e.buf))
-	if !ok {
-		st = e.newState(l, ev, t)
-		st.aggregated = aggregated
-	} else {
-		e.touch(st, ev, t)
-	}
-	st.count = addCount(st.count, delta)
-	if !e.emit(st, KindLegacy, ev, true) {
-		// Held back: flush the count once the event goes idle.
-		e.due.schedule(st, e.now+int64(e.cfg.FinishAfter))
-	}
-}
-
-// aggregate records ev's note among the similar events' and reports
-// whether ev is to be combined: max_events distinct notes within a sliding
-// max_interval. client-go then forgets a random note; this forgets the
-// least recently seen one, so the outcome is the same on every run.
-func (e *Engine) aggregate(ev *k8sevent.Event) bool {
-	e.buf = aggregateLayout.appendKey(e.buf[:0], ev)
-	a, ok := e.aggs.Get(borrow(e.buf))
-	if !ok {
-		a = &aggregate{notes: make([]string, 0, e.cfg.AggregateMaxEvents)}
-		e.aggs.Add(string(e.buf), a)
-	}
-	if !ok || e.now-a.last > int64(e.cfg.AggregateMaxInterval) {
-		a.notes = a.notes[:0]
-	}
-	a.last = e.now
-	a.see(ev.Note)
-	if len(a.notes) < e.cfg.AggregateMaxEvents {
-		return false
-	}
-	a.notes = a.notes[:copy(a.notes, a.notes[1:])]
-	return true
-}
-
-func (a *aggregate) see(note string) {
-	for i, n := range a.notes {
-		if n == note {
-			copy(a.notes[i:], a.notes[i+1:])
-			a.notes[len(a.notes)-1] = n
-			return
-		}
-	}
-	a.notes = append(a.notes, string([]byte(note)))
 }
 
 func (e *Engine) newState(l *layout, ev *k8sevent.Event, t int64) *state {
