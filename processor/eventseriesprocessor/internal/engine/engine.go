@@ -117,7 +117,8 @@ type Engine struct {
 	aggs     *simplelru.LRU[string, *aggregate]
 	spam     *simplelru.LRU[string, *bucket]
 	totals   *simplelru.LRU[string, *total]
-	forgot   horizon
+	forgot   horizon   // of the objects the totals cache forgot
+	filter   forgotten // which objects it forgot, for a while
 	due      deadlines
 	buf      []byte
 	spamBuf  []byte
@@ -171,6 +172,7 @@ func (e *Engine) reset() error {
 	}
 	e.due, e.now, e.made = nil, 0, 0
 	e.forgot = horizon{first: unknownTime, last: unknownTime}
+	e.filter = newForgotten(e.cfg.MaxKeys)
 	e.out, e.pending = e.out[:0], 0
 	return nil
 }

@@ -23,7 +23,9 @@ import (
 //	groups:  count, then each: key, last, notes (count, then each)
 //	buckets: count, then each: key, tokens (float64 bits), last allowed
 //	totals:  count, then each: key, total, first (unknownTime: none), last
-//	horizon: flags (an object was forgotten), first, last
+//	horizon: flags (an object was dropped from the filter), first, last
+//	filter:  objects in the current generation, words per generation, then
+//	         for each generation: flags (not empty), first, words (uint64)
 //
 // Version 1 (still read) had no heartbeat_interval, latest note, totals
 // times or horizon: its totals are taken as first seen at its now, so that
@@ -100,6 +102,15 @@ func (e *Engine) Snapshot() []byte {
 	w.flags(e.forgot.any)
 	w.int(e.forgot.first)
 	w.int(e.forgot.last)
+	w.uint(uint64(e.filter.n))
+	w.uint(uint64(len(e.filter.gens[0].bits)))
+	for _, g := range e.filter.gens {
+		w.flags(g.any)
+		w.int(g.first)
+		for _, word := range g.bits {
+			w.b = binary.LittleEndian.AppendUint64(w.b, word)
+		}
+	}
 	e.snapSize = len(w.b)
 	return w.b
 }
@@ -325,6 +336,34 @@ func (e *Engine) restoreTotals(r *reader, version uint64, now int64) error {
 	}
 	if version >= 2 {
 		e.forgot = horizon{any: r.byte()&1 != 0, first: r.int(), last: r.int()}
+		return e.restoreFilter(r)
+	}
+	return nil
+}
+
+// restoreFilter reads the filter of forgotten objects. One made for another
+// max_keys cannot be read as this one: its objects go into the horizon.
+func (e *Engine) restoreFilter(r *reader) error {
+	n, words := r.uint(), r.entries(len(r.b)/16, "filter words")
+	same := words == len(e.filter.gens[0].bits)
+	if r.err == nil && same && n > uint64(words*64/filterBits) {
+		return fmt.Errorf("filter of %d words holds %d objects", words, n)
+	}
+	for i := range e.filter.gens {
+		g := generation{any: r.byte()&1 != 0, first: r.int(), bits: e.filter.gens[i].bits}
+		for j := range words {
+			word := r.u64()
+			if same {
+				g.bits[j] = word
+			}
+		}
+		if !same {
+			e.forgot.age(&g)
+		}
+		e.filter.gens[i] = g
+	}
+	if same {
+		e.filter.n = int(n)
 	}
 	return nil
 }

@@ -295,3 +295,23 @@ func TestHostileHugeCountsSaturateStats(t *testing.T) {
 	require.Len(t, fin, 1)
 	assert.Equal(t, int64(math.MaxInt64), fin[0].Count)
 }
+
+// TestStateInitialListOverMaxKeysIsExact (issue 10 item 2): first sightings
+// after the cache overflowed count in full: an `initial: all` list of more
+// stored Events than max_keys, in name order (not time order), is exact
+// while the forgotten ones fit in the filter (4 × max_keys).
+func TestStateInitialListOverMaxKeysIsExact(t *testing.T) {
+	cfg := defaults()
+	cfg.MaxKeys = 64
+	r := newTester(t, cfg)
+	rng := rand.New(rand.NewPCG(3, 3))
+	var truth int64
+	for _, i := range rng.Perm(64 + 4*64) {
+		c := int64(1 + rng.IntN(50))
+		first := time.Duration(i) * time.Second
+		truth += c
+		r.at(time.Hour, watched(fmt.Sprint("p", i), c, first, first+time.Duration(c)*time.Second))
+	}
+	assert.Equal(t, truth, r.e.Stats.Occurrences)
+	assert.Zero(t, r.e.Stats.Unproven)
+}

@@ -16,27 +16,31 @@ import (
 // of an object the cache does not hold is either the first of a new object
 // (all its occurrences are new) or one of an object it forgot (only the
 // growth since it was forgotten is new, and that is unknown). The engine
-// keeps a horizon of what it forgot: the latest first-occurrence time and
-// the latest occurrence time among the forgotten objects. Then:
+// remembers which objects it forgot in a Bloom filter of 4 × max_keys
+// objects (forgotten), and keeps a horizon of those the filter dropped in
+// turn (their latest first-occurrence time) and of all it forgot (their
+// latest occurrence time). Then:
 //
-//   - nothing was ever forgotten, or the record's Event was first observed
-//     after every forgotten one (eventTime or firstTimestamp later than the
-//     horizon's first: the same object always states the same first time,
-//     so it cannot be a forgotten one): all its occurrences are new, exact;
+//   - an object not in the filter whose Event was first observed after
+//     every object dropped from it (eventTime or firstTimestamp later than
+//     the horizon's first: the same object always states the same first
+//     time, so it cannot be one of them), or with nothing dropped yet, is
+//     new: all its occurrences count, exact;
 //   - else its latest occurrence is after every occurrence counted of a
 //     forgotten object: that occurrence at least is new, it counts 1;
 //   - else it counts 0.
 //
 // The bound on error: counts never exceed the occurrences (for records that
 // state their times honestly), and they are exact for every record whose
-// object is in the cache or was first observed after every object the cache
-// forgot. In particular the error is 0 while the Event objects seen fit in
-// max_keys, and while each changing Event sees fewer than max_keys other
-// objects between two of its changes (the cache is an LRU) and new Events
-// arrive in the order they are made. Otherwise a record of a forgotten (or
-// late, e.g. `initial: all` over more than max_keys stored Events) object
-// counts at most 1, and Stats.UnprovenOccurrences adds what it stated beyond
-// what was counted: the most the counts may be short by.
+// object is in the cache, and for an object seen for the first time unless
+// the filter mistakes it for a forgotten one (about 1 in 1,000 once the
+// filter is full) or more than 4 × max_keys objects were forgotten since
+// an object first observed later than it. In particular the error is 0
+// while the Event objects seen fit in max_keys, and while each changing
+// Event sees fewer than max_keys other objects between two of its changes
+// (the cache is an LRU). Otherwise a record counts at most 1, and
+// Stats.UnprovenOccurrences adds what it stated beyond what was counted:
+// the most the counts may be short by.
 type total struct {
 	count int64 // the latest cumulative count counted
 	first int64 // the Event's first occurrence, unix ns; unknownTime when its records do not state it
@@ -45,9 +49,9 @@ type total struct {
 
 // horizon is what the engine knows of the objects the totals cache forgot.
 type horizon struct {
-	any   bool  // an object was forgotten
-	first int64 // the latest stated first occurrence among them (unknownTime: none)
-	last  int64 // the latest occurrence among them (unknownTime: none)
+	any   bool  // an object was dropped from the filter of forgotten ones
+	first int64 // the latest stated first occurrence among those (unknownTime: none)
+	last  int64 // the latest occurrence among all forgotten (unknownTime: none)
 }
 
 const unknownTime = math.MinInt64
@@ -90,16 +94,17 @@ func (e *Engine) occurrences(ev *k8sevent.Event) int64 {
 	if !ev.EventTime.IsZero() || !ev.FirstTimestamp.IsZero() {
 		t.first = ev.FirstTime().UnixNano()
 	}
+	counted := e.provable(borrow(e.buf), t)
 	e.totals.Add(string(e.buf), t)
-	return e.provable(t)
+	return counted
 }
 
 // provable is how many of the occurrences of an object not in the cache
 // are surely not counted yet.
-func (e *Engine) provable(t *total) int64 {
+func (e *Engine) provable(key string, t *total) int64 {
 	var counted int64
 	switch {
-	case !e.forgot.any || (t.first != unknownTime && t.first > e.forgot.first):
+	case !e.filter.has(key) && (!e.forgot.any || (t.first != unknownTime && t.first > e.forgot.first)):
 		return t.count
 	case t.last > e.forgot.last:
 		counted = 1
@@ -110,12 +115,13 @@ func (e *Engine) provable(t *total) int64 {
 }
 
 // forget moves an object the totals cache pushes out into the horizon.
-func (e *Engine) forget(_ string, t *total) {
-	e.forgot.any = true
+func (e *Engine) forget(key string, t *total) {
 	limit := addCount(e.now, clockSkew)
-	if t.first != unknownTime {
-		e.forgot.first = max(e.forgot.first, min(t.first, limit))
+	first := t.first
+	if first != unknownTime {
+		first = min(first, limit)
 	}
+	e.filter.add(key, first, &e.forgot)
 	e.forgot.last = max(e.forgot.last, min(t.last, limit))
 }
 
