@@ -6,17 +6,14 @@ package engine
 
 import (
 	"fmt"
-	"math"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/hashicorp/golang-lru/v2/simplelru"
 
 	"github.com/k8sevents/otel-k8sevents/internal/k8sevent"
 )
-
-// AggregatePrefix starts the note of an aggregated event, as in client-go.
-const AggregatePrefix = "(combined from similar events): "
 
 // Config is what the engine needs of the processor's configuration.
 type Config struct {
@@ -74,16 +71,30 @@ type Stats struct {
 	SeriesStarted  int64
 	SeriesFinished int64
 	Heartbeats     int64
-	Evictions      int64 // states pushed out of a full cache
+	Evictions      int64 // states pushed out of a full cache (or of a restored state over max_keys)
+	// Unchanged counts records of a known Event object whose cumulative
+	// count did not grow (a relist, a resend, an update of another field):
+	// nothing to count.
+	Unchanged int64
+	// Unproven counts records of an Event object the totals cache may have
+	// forgotten, counted as at most one occurrence; UnprovenOccurrences is
+	// what they stated beyond what was counted: the most the counts may be
+	// short by (see total).
+	Unproven            int64
+	UnprovenOccurrences int64
+	// RestoreDropped counts entries of a restored state that did not fit in
+	// max_keys, least recently used first (their series end as evictions).
+	RestoreDropped int64
 }
 
 type state struct {
 	packed   string // layout-packed Event; its first keyLen bytes are the cache key
 	keyLen   int
 	name     string
-	count    int64 // occurrences
-	emitted  int64 // count of the last emitted record
-	first    int64 // first and latest occurrence (record time), unix ns
+	note     string // the latest occurrence's note: timer records carry it (packed holds the first's)
+	count    int64  // occurrences
+	emitted  int64  // count of the last emitted record
+	first    int64  // first and latest occurrence (record time), unix ns
 	last     int64
 	seenAt   int64 // engine time of the latest occurrence: idle timers run from it
 	nextBeat int64
@@ -97,11 +108,6 @@ type state struct {
 	leaving    bool // removed on purpose: no eviction record
 }
 
-type aggregate struct {
-	notes []string // distinct notes, least recently seen first
-	last  int64
-}
-
 // Engine holds the caches. Not safe for concurrent use.
 type Engine struct {
 	cfg      Config
@@ -110,7 +116,9 @@ type Engine struct {
 	states   *simplelru.LRU[string, *state]
 	aggs     *simplelru.LRU[string, *aggregate]
 	spam     *simplelru.LRU[string, *bucket]
-	totals   *simplelru.LRU[string, *int64]
+	totals   *simplelru.LRU[string, *total]
+	forgot   horizon   // of the objects the totals cache forgot
+	filter   forgotten // which objects it forgot, for a while
 	due      deadlines
 	buf      []byte
 	spamBuf  []byte
@@ -118,6 +126,7 @@ type Engine struct {
 	made     uint64 // states made: part of each name, so that a name is never reused
 	snapSize int    // of the last snapshot
 	out      []Emission
+	pending  int // emissions of a restore, returned by the next call
 	Stats    Stats
 }
 
@@ -158,17 +167,20 @@ func (e *Engine) reset() error {
 	if e.spam, err = simplelru.NewLRU[string, *bucket](e.cfg.MaxKeys, nil); err != nil {
 		return err
 	}
-	if e.totals, err = simplelru.NewLRU[string, *int64](e.cfg.MaxKeys, nil); err != nil {
+	if e.totals, err = simplelru.NewLRU(e.cfg.MaxKeys, e.forget); err != nil {
 		return err
 	}
 	e.due, e.now, e.made = nil, 0, 0
+	e.forgot = horizon{first: unknownTime, last: unknownTime}
+	e.filter = newForgotten(e.cfg.MaxKeys)
+	e.out, e.pending = e.out[:0], 0
 	return nil
 }
 
 // Observe counts the occurrence(s) ev stands for at engine time now, after
 // firing every timer due by now. ev's strings are not retained.
 func (e *Engine) Observe(ev *k8sevent.Event, now int64) []Emission {
-	e.out = e.out[:0]
+	e.begin()
 	e.advance(now)
 	delta := e.occurrences(ev)
 	if delta == 0 {
@@ -186,13 +198,21 @@ func (e *Engine) Observe(ev *k8sevent.Event, now int64) []Emission {
 
 // Advance fires every timer due by now.
 func (e *Engine) Advance(now int64) []Emission {
-	e.out = e.out[:0]
+	e.begin()
 	e.advance(now)
 	return e.out
 }
 
+// begin starts the emissions of a call: those a restore left, if any.
+func (e *Engine) begin() {
+	e.out, e.pending = e.out[:e.pending], 0
+}
+
 // NextDeadline is when Advance next has something to do.
 func (e *Engine) NextDeadline() (int64, bool) {
+	if e.pending > 0 {
+		return e.now, true
+	}
 	if st := e.due.peek(); st != nil {
 		return st.deadline, true
 	}
@@ -203,7 +223,7 @@ func (e *Engine) NextDeadline() (int64, bool) {
 // visible event with occurrences not yet emitted), oldest first, so that
 // nothing counted is lost at shutdown. The caches are kept.
 func (e *Engine) Flush(now int64) []Emission {
-	e.out = e.out[:0]
+	e.begin()
 	e.advance(now)
 	for _, st := range e.states.Values() {
 		switch {
@@ -229,7 +249,7 @@ func (e *Engine) observeSeries(ev *k8sevent.Event, delta, t int64) {
 		st = e.newState(&e.series, ev, t)
 		e.due.schedule(st, e.now+int64(e.cfg.FinishAfter))
 	} else {
-		e.touch(st, t)
+		e.touch(st, ev, t)
 	}
 	before := st.count
 	st.count = addCount(st.count, delta)
@@ -237,7 +257,7 @@ func (e *Engine) observeSeries(ev *k8sevent.Event, delta, t int64) {
 		e.Stats.SeriesStarted++
 	}
 	if st.started {
-		e.Stats.Compressed += delta
+		e.Stats.Compressed = addCount(e.Stats.Compressed, delta)
 		return
 	}
 	if st.count < 2 {
@@ -251,74 +271,23 @@ func (e *Engine) observeSeries(ev *k8sevent.Event, delta, t int64) {
 	}
 }
 
-func (e *Engine) observeLegacy(ev *k8sevent.Event, delta, t int64) {
-	l := &identicalLayout
-	aggregated := e.cfg.Aggregation && e.aggregate(ev)
-	if aggregated {
-		l = &aggregateLayout
-	}
-	e.buf = l.appendKey(e.buf[:0], ev)
-	st, ok := e.states.Get(borrow(e.buf))
-	if !ok {
-		st = e.newState(l, ev, t)
-		st.aggregated = aggregated
-	} else {
-		e.touch(st, t)
-	}
-	st.count = addCount(st.count, delta)
-	if !e.emit(st, KindLegacy, ev, true) {
-		// Held back: flush the count once the event goes idle.
-		e.due.schedule(st, e.now+int64(e.cfg.FinishAfter))
-	}
-}
-
-// aggregate records ev's note among the similar events' and reports
-// whether ev is to be combined: max_events distinct notes within a sliding
-// max_interval. client-go then forgets a random note; this forgets the
-// least recently seen one, so the outcome is the same on every run.
-func (e *Engine) aggregate(ev *k8sevent.Event) bool {
-	e.buf = aggregateLayout.appendKey(e.buf[:0], ev)
-	a, ok := e.aggs.Get(borrow(e.buf))
-	if !ok {
-		a = &aggregate{notes: make([]string, 0, e.cfg.AggregateMaxEvents)}
-		e.aggs.Add(string(e.buf), a)
-	}
-	if !ok || e.now-a.last > int64(e.cfg.AggregateMaxInterval) {
-		a.notes = a.notes[:0]
-	}
-	a.last = e.now
-	a.see(ev.Note)
-	if len(a.notes) < e.cfg.AggregateMaxEvents {
-		return false
-	}
-	a.notes = a.notes[:copy(a.notes, a.notes[1:])]
-	return true
-}
-
-func (a *aggregate) see(note string) {
-	for i, n := range a.notes {
-		if n == note {
-			copy(a.notes[i:], a.notes[i+1:])
-			a.notes[len(a.notes)-1] = n
-			return
-		}
-	}
-	a.notes = append(a.notes, string([]byte(note)))
-}
-
 func (e *Engine) newState(l *layout, ev *k8sevent.Event, t int64) *state {
 	packed, keyLen := l.pack(e.buf, ev)
 	key := packed[:keyLen]
 	e.made++
 	st := &state{packed: packed, keyLen: keyLen, heapIdx: -1, first: t, last: t, seenAt: e.now,
+		note: l.field(packed, fNote),
 		name: k8sevent.GenerateName(ev.Regarding.Name, time.Unix(0, t), key+strconv.FormatUint(e.made, 10))}
 	e.states.Add(key, st)
 	return st
 }
 
-func (e *Engine) touch(st *state, t int64) {
+func (e *Engine) touch(st *state, ev *k8sevent.Event, t int64) {
 	st.last = max(st.last, t)
 	st.seenAt = e.now
+	if ev.Note != st.note {
+		st.note = strings.Clone(ev.Note) // only when it changes: the hot path repeats one note
+	}
 }
 
 // emit appends a record of st; filtered ones pass the spam filter first.
@@ -329,6 +298,7 @@ func (e *Engine) emit(st *state, kind int, input *k8sevent.Event, filtered bool)
 	ev := input
 	if input == nil {
 		layoutOf(st, &e.series).unpack(st.packed, &em.Event)
+		em.Event.Note = st.note
 		ev = &em.Event
 	}
 	if filtered && !e.allow(ev) {
@@ -356,44 +326,6 @@ func layoutOf(st *state, series *layout) *layout {
 	}
 }
 
-// occurrences is how many new occurrences ev stands for. A record that
-// names its Event object (uid, or name with a cumulative count) and was
-// seen before counts as the growth of its cumulative count: a watched
-// core/v1 Event patched from count 3 to 5 is 2 occurrences, not 1.
-func (e *Engine) occurrences(ev *k8sevent.Event) int64 {
-	total := ev.Occurrences()
-	e.buf = e.buf[:0]
-	switch {
-	case ev.UID != "":
-		e.buf = append(append(e.buf, 'U'), ev.UID...)
-	case ev.Name != "" && (ev.Count > 0 || ev.SeriesCount > 0):
-		e.buf = append(append(append(append(e.buf, 'N'), ev.ObjectNamespace()...), '/'), ev.Name...)
-	default:
-		return 1
-	}
-	prev, ok := e.totals.Get(borrow(e.buf))
-	if !ok {
-		stored := new(int64) // only here: &total would move total to the heap on every call
-		*stored = total
-		e.totals.Add(string(e.buf), stored)
-		return total
-	}
-	if total <= *prev {
-		return 0
-	}
-	delta := total - *prev
-	*prev = total
-	return delta
-}
-
-// addCount adds occurrences, saturating: a count never wraps negative.
-func addCount(count, delta int64) int64 {
-	if count > math.MaxInt64-delta {
-		return math.MaxInt64
-	}
-	return count + delta
-}
-
 func (e *Engine) advance(now int64) {
 	e.now = max(e.now, now)
 	for st := e.due.peek(); st != nil && st.deadline <= e.now; st = e.due.peek() {
@@ -405,12 +337,7 @@ func (e *Engine) advance(now int64) {
 // flush of held-back counts; or, when occurrences moved it later, nothing
 // but rescheduling.
 func (e *Engine) fire(st *state) {
-	idle := st.seenAt + int64(e.cfg.FinishAfter)
-	beat := !e.cfg.Legacy && st.started && st.nextBeat < idle
-	next := idle
-	if beat {
-		next = st.nextBeat
-	}
+	next, beat := e.dueAt(st)
 	if next > e.now {
 		e.due.reschedule(st, next)
 		return
@@ -424,7 +351,8 @@ func (e *Engine) fire(st *state) {
 			e.Stats.Heartbeats++
 		}
 		st.nextBeat = next + int64(e.cfg.HeartbeatInterval)
-		e.due.reschedule(st, min(idle, st.nextBeat))
+		at, _ := e.dueAt(st)
+		e.due.reschedule(st, at)
 	case e.cfg.Legacy:
 		e.due.remove(st)
 		e.closeOut(st)
@@ -433,6 +361,16 @@ func (e *Engine) fire(st *state) {
 		st.leaving = true
 		e.states.Remove(st.packed[:st.keyLen])
 	}
+}
+
+// dueAt is when st next has something to do, and whether that is a
+// heartbeat (else its end, or the flush of a held-back count).
+func (e *Engine) dueAt(st *state) (at int64, beat bool) {
+	idle := st.seenAt + int64(e.cfg.FinishAfter)
+	if !e.cfg.Legacy && st.started && st.nextBeat < idle {
+		return st.nextBeat, true
+	}
+	return idle, false
 }
 
 // closeOut emits the last record of a state that ends or is forgotten.

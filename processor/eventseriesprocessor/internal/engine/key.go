@@ -159,6 +159,22 @@ func (l *layout) unpack(packed string, dst *k8sevent.Event) {
 	}
 }
 
+// field is f's value in packed (a string sharing its memory).
+func (l *layout) field(packed string, f field) string {
+	s := packed[1:]
+	for _, fields := range [2][]field{l.key, l.rest} {
+		for _, g := range fields {
+			n, w := binary.Uvarint(unsafe.Slice(unsafe.StringData(s), len(s)))
+			s = s[w:]
+			if g == f {
+				return s[:n]
+			}
+			s = s[n:]
+		}
+	}
+	return ""
+}
+
 // check reports whether packed is a packing of l (what unpack can read)
 // and the length of its key prefix.
 func (l *layout) check(packed string) (keyLen int, ok bool) {

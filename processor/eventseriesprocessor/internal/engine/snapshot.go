@@ -10,27 +10,39 @@ import (
 	"github.com/hashicorp/golang-lru/v2/simplelru"
 )
 
-// The snapshot encoding, version 1. Varints are encoding/binary's, strings
+// The snapshot encoding, version 2. Varints are encoding/binary's, strings
 // are length-prefixed; every cache is listed least recently used first:
 //
 //	magic, version
-//	flags (legacy, series key with resourceVersion), spam key, now, made
+//	flags (legacy, series key with resourceVersion), spam key, now, made,
+//	         heartbeat_interval (ns)
 //	states:  count, then each: packed Event, name, count, emitted, first,
 //	         last, seenAt, nextBeat, deadline, heap index (-1: none), flags
-//	         (visible, started, aggregated)
+//	         (visible, started, aggregated, latest note differs from the
+//	         packed one), then that note if it differs
 //	groups:  count, then each: key, last, notes (count, then each)
 //	buckets: count, then each: key, tokens (float64 bits), last allowed
-//	totals:  count, then each: key, total
+//	totals:  count, then each: key, total, first (unknownTime: none), last
+//	horizon: flags (an object was dropped from the filter), first, last
+//	filter:  objects in the current generation, words per generation, then
+//	         for each generation: flags (not empty), first, words (uint64)
+//
+// Version 1 (still read) had no heartbeat_interval, latest note, totals
+// times or horizon: its totals are taken as first seen at its now, so that
+// forgetting one never counts it again.
 //
 // Deadlines and heap positions are kept rather than recomputed: a state's
 // deadline may be earlier than its real one (see deadlines), and states
 // that come due in one Advance fire in the heap's order, ties included.
 // Only the same heap gives the same emissions as an engine that never
-// stopped.
+// stopped. A configuration with shorter timers moves deadlines earlier on
+// restore (retime).
 const (
 	snapshotMagic   = "eventseries.engine"
-	snapshotVersion = 1
+	snapshotVersion = 2
 )
+
+const noteDiffers = 8 // state flag: the latest note follows
 
 // Snapshot encodes the state of the engine, so that Restore on a new engine
 // continues exactly where this one is. Stats are not in it: they count what
@@ -43,6 +55,7 @@ func (e *Engine) Snapshot() []byte {
 	w.str(e.spamKey())
 	w.int(e.now)
 	w.uint(e.made)
+	w.int(int64(e.cfg.HeartbeatInterval))
 
 	states := e.states.Values()
 	w.uint(uint64(len(states)))
@@ -52,7 +65,11 @@ func (e *Engine) Snapshot() []byte {
 		for _, v := range [...]int64{st.count, st.emitted, st.first, st.last, st.seenAt, st.nextBeat, st.deadline, int64(st.heapIdx)} {
 			w.int(v)
 		}
-		w.flags(st.visible, st.started, st.aggregated)
+		differs := st.note != layoutOf(st, &e.series).field(st.packed, fNote)
+		w.flags(st.visible, st.started, st.aggregated, differs)
+		if differs {
+			w.str(st.note)
+		}
 	}
 	keys := e.aggs.Keys()
 	w.uint(uint64(len(keys)))
@@ -76,9 +93,23 @@ func (e *Engine) Snapshot() []byte {
 	keys = e.totals.Keys()
 	w.uint(uint64(len(keys)))
 	for _, k := range keys {
-		total, _ := e.totals.Peek(k)
+		t, _ := e.totals.Peek(k)
 		w.str(k)
-		w.int(*total)
+		w.int(t.count)
+		w.int(t.first)
+		w.int(t.last)
+	}
+	w.flags(e.forgot.any)
+	w.int(e.forgot.first)
+	w.int(e.forgot.last)
+	w.uint(uint64(e.filter.n))
+	w.uint(uint64(len(e.filter.gens[0].bits)))
+	for _, g := range e.filter.gens {
+		w.flags(g.any)
+		w.int(g.first)
+		for _, word := range g.bits {
+			w.b = binary.LittleEndian.AppendUint64(w.b, word)
+		}
 	}
 	e.snapSize = len(w.b)
 	return w.b
@@ -86,10 +117,13 @@ func (e *Engine) Snapshot() []byte {
 
 // Restore replaces the engine's state with a snapshot's. It refuses one of
 // another version or made with another mode or series key (the caches' keys
-// would mean something else), with more entries than max_keys, or malformed;
-// the engine is then empty, as New made it. Timer and spam-filter settings
-// may differ: deadlines follow from the times kept, and buckets hold at most
-// the configured burst (all of theirs when the spam key changed).
+// would mean something else), or malformed; the engine is then empty, as
+// New made it. Timer and spam-filter settings may differ: deadlines follow
+// from the times kept, and buckets hold at most the configured burst (all
+// of theirs when the spam key changed). A snapshot with more entries than
+// max_keys keeps the most recently used of each cache: a series that does
+// not fit ends as an eviction does, its records returned by the next call
+// (Stats.RestoreDropped counts what was dropped).
 func (e *Engine) Restore(snapshot []byte) error {
 	if err := e.restore(&reader{b: snapshot, size: len(snapshot)}); err != nil {
 		_ = e.reset() // it succeeded in New with the same configuration
@@ -105,8 +139,9 @@ func (e *Engine) restore(r *reader) error {
 	if magic := r.str(); magic != snapshotMagic {
 		return errors.New("not an eventseries engine snapshot")
 	}
-	if v := r.uint(); v != snapshotVersion {
-		return fmt.Errorf("snapshot version %d, this build reads version %d", v, snapshotVersion)
+	version := r.uint()
+	if version != 1 && version != snapshotVersion {
+		return fmt.Errorf("snapshot version %d, this build reads versions 1 and %d", version, snapshotVersion)
 	}
 	flags := r.byte()
 	if legacy := flags&1 != 0; r.err == nil && legacy != e.cfg.Legacy {
@@ -117,42 +152,23 @@ func (e *Engine) restore(r *reader) error {
 	}
 	spamKey := r.str()
 	now, made := r.int(), r.uint()
-	if err := e.restoreStates(r, now); err != nil {
+	beat := int64(-1) // the snapshot's heartbeat_interval; -1: not stated (version 1)
+	if version >= 2 {
+		if beat = r.int(); r.err == nil && beat <= 0 {
+			return fmt.Errorf("heartbeat interval %d", beat)
+		}
+	}
+	if err := e.restoreStates(r, version, now); err != nil {
 		return err
 	}
-	for range r.entries(e.cfg.MaxKeys, "aggregation groups") {
-		key, a := r.str(), &aggregate{last: r.int()}
-		for range r.entries(len(r.b), "notes") {
-			a.notes = append(a.notes, r.str())
-		}
-		if keep := e.cfg.AggregateMaxEvents - 1; e.cfg.Aggregation && len(a.notes) > keep {
-			a.notes = a.notes[len(a.notes)-keep:] // max_events was lowered: the least recently seen go
-		}
-		if r.err == nil && !add(e.aggs, key, a) {
-			return fmt.Errorf("aggregation group %q twice", key)
-		}
+	if err := e.restoreGroups(r); err != nil {
+		return err
 	}
-	keepBuckets := e.cfg.SpamFilter && spamKey == e.spamKey()
-	for range r.entries(e.cfg.MaxKeys, "spam buckets") {
-		key, tokens, last := r.str(), math.Float64frombits(r.u64()), r.int()
-		if r.err == nil && !(tokens >= 0) {
-			return fmt.Errorf("spam bucket %q holds %g tokens", key, tokens)
-		}
-		if r.err != nil || !keepBuckets {
-			continue
-		}
-		b := new(bucket)
-		b.set(e.cfg.SpamQPS, e.cfg.SpamBurst, tokens, last)
-		if !add(e.spam, key, b) {
-			return fmt.Errorf("spam bucket %q twice", key)
-		}
+	if err := e.restoreBuckets(r, spamKey); err != nil {
+		return err
 	}
-	for range r.entries(e.cfg.MaxKeys, "totals") {
-		key, total := r.str(), new(int64)
-		*total = r.int()
-		if r.err == nil && !add(e.totals, key, total) {
-			return fmt.Errorf("total of %q twice", key)
-		}
+	if err := e.restoreTotals(r, version, now); err != nil {
+		return err
 	}
 	if r.err == nil && len(r.b) > 0 {
 		return fmt.Errorf("%d bytes after the end", len(r.b))
@@ -161,15 +177,55 @@ func (e *Engine) restore(r *reader) error {
 		return r.err
 	}
 	e.now, e.made = now, made
+	e.fit()
+	e.retime(beat)
 	return nil
+}
+
+// fit drops what does not fit in max_keys, least recently used first.
+// Only now, with the whole snapshot read: a dropped series emits its end.
+func (e *Engine) fit() {
+	var dropped int
+	dropped += e.states.Resize(e.cfg.MaxKeys)
+	dropped += e.aggs.Resize(e.cfg.MaxKeys)
+	dropped += e.spam.Resize(e.cfg.MaxKeys)
+	dropped += e.totals.Resize(e.cfg.MaxKeys) // into the horizon
+	e.Stats.RestoreDropped += int64(dropped)
+	e.pending = len(e.out)
+}
+
+// retime moves each deadline the current configuration brings earlier than
+// the kept one: deadlines follow from the times kept (last occurrence, last
+// heartbeat) and the configured finish_after and heartbeat_interval. With
+// the configuration of the snapshot nothing moves, as a kept deadline is
+// never later than the real one. beat is the snapshot's heartbeat_interval
+// (-1: unknown, then the next heartbeat is at most one interval away).
+func (e *Engine) retime(beat int64) {
+	interval := int64(e.cfg.HeartbeatInterval)
+	for _, st := range e.states.Values() {
+		if !e.cfg.Legacy && st.started && beat != interval {
+			if beat > 0 {
+				st.nextBeat = addCount(st.nextBeat-beat, interval) // the last heartbeat (or start) stays
+			} else {
+				st.nextBeat = min(st.nextBeat, addCount(e.now, interval))
+			}
+			st.nextBeat = max(st.nextBeat, e.now) // heartbeats missed to a shorter interval: one, now
+		}
+		if st.heapIdx >= 0 {
+			at, _ := e.dueAt(st)
+			e.due.schedule(st, at) // only ever earlier
+		}
+	}
 }
 
 // restoreStates reads the states and rebuilds the deadline heap as it was.
 // Besides what would make the engine panic, it refuses times no engine
 // leaves behind (after every call a started series' next heartbeat is
-// ahead): a heartbeat far behind would emit one record per interval missed.
-func (e *Engine) restoreStates(r *reader, now int64) error {
-	n := r.entries(e.cfg.MaxKeys, "series")
+// not behind): a heartbeat far behind would emit one record per interval
+// missed.
+func (e *Engine) restoreStates(r *reader, version uint64, now int64) error {
+	n := r.entries(len(r.b), "series")
+	e.states.Resize(max(n, e.cfg.MaxKeys))
 	at := make([]int, 0, n) // heap index of each scheduled state
 	var scheduled []*state
 	for range n {
@@ -180,6 +236,9 @@ func (e *Engine) restoreStates(r *reader, now int64) error {
 		idx := r.int()
 		flags := r.byte()
 		st.visible, st.started, st.aggregated = flags&1 != 0, flags&2 != 0, flags&4 != 0
+		if version >= 2 && flags&noteDiffers != 0 {
+			st.note = r.str()
+		}
 		if r.err != nil {
 			return r.err
 		}
@@ -195,8 +254,11 @@ func (e *Engine) restoreStates(r *reader, now int64) error {
 			return fmt.Errorf("state %d: no name", e.states.Len())
 		case idx < -1 || idx >= int64(n) || (idx < 0 && !e.cfg.Legacy):
 			return fmt.Errorf("state %d: heap index %d", e.states.Len(), idx)
-		case st.seenAt > now || (!e.cfg.Legacy && st.started && st.nextBeat <= now):
+		case st.seenAt > now || (!e.cfg.Legacy && st.started && st.nextBeat < now):
 			return fmt.Errorf("state %d: seen at %d, next heartbeat %d, now %d", e.states.Len(), st.seenAt, st.nextBeat, now)
+		}
+		if flags&noteDiffers == 0 {
+			st.note = l.field(st.packed, fNote)
 		}
 		st.keyLen, st.heapIdx = keyLen, -1
 		if !add(e.states, st.packed[:keyLen], st) {
@@ -221,6 +283,91 @@ func (e *Engine) restoreStates(r *reader, now int64) error {
 	return nil
 }
 
+func (e *Engine) restoreGroups(r *reader) error {
+	n := r.entries(len(r.b), "aggregation groups")
+	e.aggs.Resize(max(n, e.cfg.MaxKeys))
+	for range n {
+		key, a := r.str(), &aggregate{last: r.int()}
+		for range r.entries(len(r.b), "notes") {
+			a.notes = append(a.notes, r.str())
+		}
+		if keep := e.cfg.AggregateMaxEvents - 1; e.cfg.Aggregation && len(a.notes) > keep {
+			a.notes = a.notes[len(a.notes)-keep:] // max_events was lowered: the least recently seen go
+		}
+		if r.err == nil && !add(e.aggs, key, a) {
+			return fmt.Errorf("aggregation group %q twice", key)
+		}
+	}
+	return nil
+}
+
+func (e *Engine) restoreBuckets(r *reader, spamKey string) error {
+	keep := e.cfg.SpamFilter && spamKey == e.spamKey()
+	n := r.entries(len(r.b), "spam buckets")
+	e.spam.Resize(max(n, e.cfg.MaxKeys))
+	for range n {
+		key, tokens, last := r.str(), math.Float64frombits(r.u64()), r.int()
+		if r.err == nil && !(tokens >= 0) {
+			return fmt.Errorf("spam bucket %q holds %g tokens", key, tokens)
+		}
+		if r.err != nil || !keep {
+			continue
+		}
+		b := new(bucket)
+		b.set(e.cfg.SpamQPS, e.cfg.SpamBurst, tokens, last)
+		if !add(e.spam, key, b) {
+			return fmt.Errorf("spam bucket %q twice", key)
+		}
+	}
+	return nil
+}
+
+func (e *Engine) restoreTotals(r *reader, version uint64, now int64) error {
+	n := r.entries(len(r.b), "totals")
+	e.totals.Resize(max(n, e.cfg.MaxKeys))
+	for range n {
+		key, t := r.str(), &total{count: r.int(), first: now, last: now}
+		if version >= 2 {
+			t.first, t.last = r.int(), r.int()
+		}
+		if r.err == nil && !add(e.totals, key, t) {
+			return fmt.Errorf("total of %q twice", key)
+		}
+	}
+	if version >= 2 {
+		e.forgot = horizon{any: r.byte()&1 != 0, first: r.int(), last: r.int()}
+		return e.restoreFilter(r)
+	}
+	return nil
+}
+
+// restoreFilter reads the filter of forgotten objects. One made for another
+// max_keys cannot be read as this one: its objects go into the horizon.
+func (e *Engine) restoreFilter(r *reader) error {
+	n, words := r.uint(), r.entries(len(r.b)/16, "filter words")
+	same := words == len(e.filter.gens[0].bits)
+	if r.err == nil && same && n > uint64(words*64/filterBits) {
+		return fmt.Errorf("filter of %d words holds %d objects", words, n)
+	}
+	for i := range e.filter.gens {
+		g := generation{any: r.byte()&1 != 0, first: r.int(), bits: e.filter.gens[i].bits}
+		for j := range words {
+			word := r.u64()
+			if same {
+				g.bits[j] = word
+			}
+		}
+		if !same {
+			e.forgot.age(&g)
+		}
+		e.filter.gens[i] = g
+	}
+	if same {
+		e.filter.n = int(n)
+	}
+	return nil
+}
+
 // add adds a new entry to a cache that has room, and reports whether the
 // key was new.
 func add[V any](c *simplelru.LRU[string, V], key string, v V) bool {
@@ -236,102 +383,4 @@ func modeName(legacy bool) string {
 		return "legacy"
 	}
 	return "series"
-}
-
-type writer struct{ b []byte }
-
-func (w *writer) uint(v uint64) { w.b = binary.AppendUvarint(w.b, v) }
-func (w *writer) int(v int64)   { w.b = binary.AppendVarint(w.b, v) }
-
-func (w *writer) str(s string) {
-	w.uint(uint64(len(s)))
-	w.b = append(w.b, s...)
-}
-
-func (w *writer) flags(bits ...bool) {
-	var f byte
-	for i, b := range bits {
-		if b {
-			f |= 1 << i
-		}
-	}
-	w.b = append(w.b, f)
-}
-
-// reader reads a snapshot; after the first error every read is zero and
-// err says where it went wrong.
-type reader struct {
-	b    []byte
-	size int
-	err  error
-}
-
-func (r *reader) fail(what string) {
-	if r.err == nil {
-		r.err = fmt.Errorf("%s at byte %d of %d", what, r.size-len(r.b), r.size)
-	}
-	r.b = nil
-}
-
-func (r *reader) uint() uint64 {
-	v, n := binary.Uvarint(r.b)
-	if n <= 0 {
-		r.fail("truncated or malformed")
-		return 0
-	}
-	r.b = r.b[n:]
-	return v
-}
-
-func (r *reader) int() int64 {
-	v, n := binary.Varint(r.b)
-	if n <= 0 {
-		r.fail("truncated or malformed")
-		return 0
-	}
-	r.b = r.b[n:]
-	return v
-}
-
-func (r *reader) byte() byte {
-	if len(r.b) == 0 {
-		r.fail("truncated")
-		return 0
-	}
-	c := r.b[0]
-	r.b = r.b[1:]
-	return c
-}
-
-func (r *reader) u64() uint64 {
-	if len(r.b) < 8 {
-		r.fail("truncated")
-		return 0
-	}
-	v := binary.LittleEndian.Uint64(r.b)
-	r.b = r.b[8:]
-	return v
-}
-
-func (r *reader) str() string {
-	n := r.uint()
-	if n > uint64(len(r.b)) {
-		r.fail("truncated string")
-		return ""
-	}
-	s := string(r.b[:n])
-	r.b = r.b[n:]
-	return s
-}
-
-// entries reads a count of at most limit; 0 after an error.
-func (r *reader) entries(limit int, what string) int {
-	n := r.uint()
-	if r.err == nil && n > uint64(limit) {
-		r.fail(fmt.Sprintf("%d %s, over the limit of %d,", n, what, limit))
-	}
-	if r.err != nil {
-		return 0
-	}
-	return int(n)
 }

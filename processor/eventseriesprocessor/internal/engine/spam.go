@@ -21,10 +21,15 @@ func (e *Engine) allow(ev *k8sevent.Event) bool {
 		b.set(e.cfg.SpamQPS, e.cfg.SpamBurst, float64(e.cfg.SpamBurst), e.now)
 		e.spam.Add(string(e.spamBuf), b)
 	}
-	if !b.lim.AllowN(time.Unix(0, e.now), 1) {
+	// A timer record may fire at a deadline before a token this bucket
+	// already gave (deadlines come due out of order within one Advance):
+	// it takes its token at the bucket's own latest time, as the limiter
+	// would otherwise step its clock back and refill that interval twice.
+	at := max(e.now, b.last)
+	if !b.lim.AllowN(time.Unix(0, at), 1) {
 		return false
 	}
-	b.last = e.now
+	b.last = at
 	return true
 }
 

@@ -1,0 +1,100 @@
+package engine
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// TestHostileRepeatedUIDIsCounted (issue 11 item 7): a record repeating an
+// Event object with no growth of its count is counted in Stats.Unchanged,
+// not absorbed silently; every record shows in a counter.
+func TestHostileRepeatedUIDIsCounted(t *testing.T) {
+	r := newTester(t, defaults())
+	counts := []int64{1, 1, 2, 2, 2, 1, 3}
+	for i, c := range counts {
+		r.at(time.Duration(i)*time.Second, watched("web-1", c, 0, time.Duration(i)*time.Second))
+	}
+	s := r.e.Stats
+	assert.Equal(t, int64(3), s.Occurrences)
+	assert.Equal(t, int64(4), s.Unchanged, "1 again, 2 twice again, 1 (a count going down)")
+	assert.Equal(t, int64(len(counts)), s.Unchanged+s.Out[KindSingleton]+s.Out[KindStarted]+s.Compressed,
+		"every record shows in a counter")
+}
+
+// TestStateUnprovenBoundsTheError (issue 10 item 2): on random streams of
+// watched Events through a small cache, the occurrences counted plus what
+// Stats.UnprovenOccurrences says may be missing cover every occurrence.
+func TestStateUnprovenBoundsTheError(t *testing.T) {
+	for seed := range uint64(100) {
+		rng := rand.New(rand.NewPCG(seed, 13))
+		cfg := defaults()
+		cfg.MaxKeys = 2 + rng.IntN(6)
+		r := newTester(t, cfg)
+		counts, firsts := map[int]int64{}, map[int]time.Duration{}
+		var truth int64
+		now := time.Duration(0)
+		for range 300 {
+			now += time.Second
+			i := rng.IntN(20)
+			if _, ok := firsts[i]; !ok {
+				firsts[i] = now
+			}
+			grow := int64(rng.IntN(4))
+			if counts[i] == 0 {
+				grow++
+			}
+			counts[i] += grow
+			truth += grow
+			r.at(now, watched(fmt.Sprint("p", i), counts[i], firsts[i], now))
+		}
+		s := r.e.Stats
+		require.LessOrEqual(t, s.Occurrences, truth, "seed %d", seed)
+		require.GreaterOrEqual(t, s.Occurrences+s.UnprovenOccurrences, truth, "seed %d: the bound holds", seed)
+		require.Positive(t, s.Unproven, "seed %d: 20 objects through at most 7 entries forget some", seed)
+	}
+}
+
+// TestStateRestoresVersion1Snapshots: a state saved by the previous build
+// (version 1, testdata) restores, and the engine goes on with the same
+// objects and counts that build emitted after it (testdata/*.continued).
+func TestStateRestoresVersion1Snapshots(t *testing.T) {
+	for _, legacy := range []bool{false, true} {
+		name := map[bool]string{false: "series", true: "legacy"}[legacy]
+		t.Run(name, func(t *testing.T) {
+			cfg := defaults()
+			cfg.Legacy, cfg.MaxKeys = legacy, 8
+			snap, err := os.ReadFile("testdata/v1-" + name + ".snapshot")
+			require.NoError(t, err)
+			want, err := os.ReadFile("testdata/v1-" + name + ".continued")
+			require.NoError(t, err)
+			e := newTester(t, cfg).e
+			require.NoError(t, e.Restore(snap))
+			calls := randomStream(rand.New(rand.NewPCG(6, 1)), 100)
+			for i := range calls {
+				calls[i].now += time.Duration(e.Now() - t0.UnixNano())
+			}
+			var got []string
+			for _, c := range calls {
+				now := t0.Add(c.now).UnixNano()
+				var ems []Emission
+				if c.kind == "observe" {
+					ev := c.ev
+					ems = e.Observe(&ev, now)
+				} else {
+					ems = e.Advance(now)
+				}
+				for _, em := range ems {
+					got = append(got, fmt.Sprintf("%s %s %d", KindNames[em.Kind], em.Name, em.Count))
+				}
+			}
+			assert.Equal(t, strings.Split(strings.TrimSuffix(string(want), "\n"), "\n"), got)
+		})
+	}
+}
