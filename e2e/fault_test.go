@@ -1,0 +1,179 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/k8sevents/otel-k8sevents/internal/collectorproc"
+	"github.com/k8sevents/otel-k8sevents/internal/kubetest"
+)
+
+// The end-to-end fault tests (issue 9, item 4): the built collector mirrors
+// a storm from API server A into API server B (k8sevents → eventseries →
+// k8sevent) while B fails in one way. The storm is replayed into A without
+// compression (stormsend.Raw), so A holds exactly the occurrences sent, as
+// Events whose counts grow. Each test asserts what the pipeline promises:
+// every (object, reason) of A is in B with exactly A's total, the sum of
+// B's final counts is the occurrences sent, one object per series, no
+// count ever seen going down, nothing dropped for good. Each logs a
+// "fault table row" with its numbers.
+
+// faultSpeed replays the storms 8 times faster than they were recorded.
+const faultSpeed = 8
+
+// TestFaultDestinationDownMidStorm: B is down for 30 s in the middle of a
+// 60 s storm, with the replicaset burst (a few hundred singletons) inside
+// the outage, and comes back on the same etcd while the storm goes on. The
+// processor keeps its defaults (finish_after 6m): open series reach B
+// through the shutdown flush, singletons only through their one record.
+func TestFaultDestinationDownMidStorm(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	occs := faultStorm(t, 8*time.Minute, 3*time.Minute, 12*time.Second)
+	rig := newFaultRig(ctx, t, "midstorm", occs, mirrorSpec{api: "events.k8s.io/v1", fastRetry: true})
+	c := rig.collector(t)
+	run := rig.storm(ctx, faultSpeed)
+
+	// Down once a fifth of the storm is sent and some of it written.
+	eventually(t, time.Minute, func() (bool, string) {
+		w := expWrites(c.scrape(t))
+		return run.log.sent() >= int64(len(occs)/5) && w > 0, fmt.Sprintf("storm sent %d of %d, exporter writes %v", run.log.sent(), len(occs), w)
+	})
+	down := rig.stopDestination(t)
+	sentAtStop := run.log.sent()
+	awaitRetries(t, c, 0, faultOutage)
+	outage := rig.restartDestination(ctx, t, down)
+	sentAtRestart := run.log.sent()
+
+	st := run.wait(ctx, t)
+	t.Logf("storm: %d occurrences in %v; B down after %d sent, back after %d (down %v)", st.Occurrences, st.Elapsed.Round(time.Millisecond), sentAtStop, sentAtRestart, outage)
+	require.Greater(t, int64(st.Occurrences), sentAtRestart, "the storm must go on after the outage")
+	rig.awaitMirrored(ctx, t, "midstorm")
+	logPipeline(t, "before SIGTERM", c)
+	require.NoError(t, c.Stop(time.Minute), "SIGTERM: the processor flushes its open series")
+
+	r, drops := rig.finishFault(ctx, t, "destination down 30 s mid-storm", int64(st.Occurrences))
+	assertFaultPromise(t, r, int64(st.Occurrences), drops)
+}
+
+// TestFaultDestinationDownAsStormEnds: B goes down as the storm ends, with
+// finish_after 5s in processing time, so that the last record of every
+// series (finished) is emitted while B is down and must be written after it
+// is back. The test waits until the processor holds nothing open and the
+// exporter has met the outage; B stays down 30 s in all.
+func TestFaultDestinationDownAsStormEnds(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	occs := faultStorm(t, 4*time.Minute, 2*time.Minute, 8*time.Second)
+	rig := newFaultRig(ctx, t, "stormend", occs, mirrorSpec{api: "events.k8s.io/v1", finishAfter: "5s", fastRetry: true})
+	c := rig.collector(t)
+	st := rig.storm(ctx, faultSpeed).wait(ctx, t)
+	down := rig.stopDestination(t)
+	finishedAtStop := c.scrape(t).Sum("otelcol_processor_eventseries_records_out", "state=finished")
+
+	// Every series finishes (5 s after its last occurrence) during the outage.
+	var m collectorproc.Metrics
+	eventually(t, faultOutage, func() (bool, string) {
+		m = c.scrape(t)
+		open := m.Sum("otelcol_processor_eventseries_open_entries")
+		return open == 0 && retryable(m) > 0, fmt.Sprintf("open entries %v, retryable failures %v", open, retryable(m))
+	})
+	finishedInOutage := m.Sum("otelcol_processor_eventseries_records_out", "state=finished") - finishedAtStop
+	outage := rig.restartDestination(ctx, t, down)
+	t.Logf("storm: %d occurrences in %v; %v finished records emitted while B was down (%v)", st.Occurrences, st.Elapsed.Round(time.Millisecond), finishedInOutage, outage)
+	require.Positive(t, finishedInOutage, "finished records must meet the outage")
+
+	awaitIdle(t, c, 2*time.Minute)
+	rig.awaitMirrored(ctx, t, "stormend")
+	logPipeline(t, "before SIGTERM", c)
+	require.NoError(t, c.Stop(time.Minute))
+
+	r, drops := rig.finishFault(ctx, t, "destination down 30 s as the storm ends", int64(st.Occurrences))
+	assertFaultPromise(t, r, int64(st.Occurrences), drops)
+}
+
+// TestFaultThrottledByEventRateLimit: B runs the EventRateLimit admission
+// plugin (a server-wide limit of 10 writes a second, burst 20) and the
+// exporter writes core/v1 (api: v1), the group the plugin limits, creates
+// and patches alike; the exporter's own cap (100/s) is above it, so B
+// answers 429 (without Retry-After) and the exporter must retry. finish_after
+// 5s makes the finished patches meet the limit too, before the shutdown.
+func TestFaultThrottledByEventRateLimit(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	occs := faultStorm(t, 4*time.Minute, 2*time.Minute, 8*time.Second)
+	rig := newFaultRig(ctx, t, "ratelimit", occs, mirrorSpec{api: "v1", finishAfter: "5s", fastRetry: true},
+		kubetest.WithEventRateLimit(10, 20))
+	c := rig.collector(t)
+	st := rig.storm(ctx, faultSpeed).wait(ctx, t)
+	awaitIdle(t, c, 3*time.Minute)
+	rig.awaitMirrored(ctx, t, "ratelimit")
+	logPipeline(t, "before SIGTERM", c)
+	throttled := retryable(c.scrape(t), "throttled")
+	require.NoError(t, c.Stop(time.Minute))
+
+	posts, patches, err := throttledEventWrites(ctx, rig.dst)
+	require.NoError(t, err)
+	t.Logf("storm: %d occurrences in %v; B answered 429 to %d creates and %d patches; the exporter counted %v throttled writes",
+		st.Occurrences, st.Elapsed.Round(time.Millisecond), posts, patches, throttled)
+	assert.Positive(t, posts, "creates must meet the rate limit")
+	assert.Positive(t, patches, "patches must meet the rate limit")
+	r, drops := rig.finishFault(ctx, t, "EventRateLimit 429s (10/s, burst 20) on core/v1", int64(st.Occurrences))
+	assertFaultPromise(t, r, int64(st.Occurrences), drops)
+}
+
+// TestFaultCollectorKilledWithRetriesPending: with file_storage (receiver
+// checkpoint, processor state, persistent queue), B goes down mid-storm;
+// once writes are being retried the collector is SIGKILLed, started again
+// at once while B is still down (it must retry what its queue kept), and B
+// comes back 30 s after it went down. After the storm, a SIGTERM flushes
+// the open series into the persistent queue and a third run writes them.
+//
+// A crash may count again what the processor had not saved (crashWindow);
+// it may lose nothing. So: every pair of A in B with at least A's total,
+// the excess bounded by the occurrences sent within crashWindow before the
+// kill, as are objects of one series that claim the same occurrences, and
+// no count ever seen going down.
+func TestFaultCollectorKilledWithRetriesPending(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	occs := faultStorm(t, 8*time.Minute, 3*time.Minute, 12*time.Second)
+	rig := newFaultRig(ctx, t, "kill", occs, mirrorSpec{api: "events.k8s.io/v1", storage: "on", fastRetry: true})
+	first := rig.collector(t)
+	run := rig.storm(ctx, faultSpeed)
+
+	eventually(t, time.Minute, func() (bool, string) {
+		w := expWrites(first.scrape(t))
+		return run.log.sent() >= int64(len(occs)/5) && w > 0, fmt.Sprintf("storm sent %d of %d, exporter writes %v", run.log.sent(), len(occs), w)
+	})
+	down := rig.stopDestination(t)
+	m := awaitRetries(t, first, 0, faultOutage)
+	t.Logf("at the kill: %v retryable failures, queue size %v", retryable(m), m.Sum("otelcol_exporter_queue_size"))
+	first.Kill()
+	killed := time.Now()
+	second := rig.collector(t)
+	awaitRetries(t, second, 0, faultOutage)
+	outage := rig.restartDestination(ctx, t, down)
+	sentAtRestart := run.log.sent()
+
+	st := run.wait(ctx, t)
+	t.Logf("storm: %d occurrences in %v; killed after %d sent, B back after %d (down %v)", st.Occurrences, st.Elapsed.Round(time.Millisecond),
+		run.log.within(time.Time{}, killed), sentAtRestart, outage)
+	require.Greater(t, int64(st.Occurrences), sentAtRestart, "the storm must go on after the outage")
+	rig.awaitMirrored(ctx, t, "kill")
+	logPipeline(t, "second collector, before SIGTERM", second)
+	require.NoError(t, second.Stop(time.Minute), "SIGTERM: flush the open series into the persistent queue")
+	third := rig.collector(t)
+	rig.awaitMirrored(ctx, t, "kill-drained")
+	logPipeline(t, "third collector (drains the flush)", third)
+	require.NoError(t, third.Stop(time.Minute))
+
+	r, drops := rig.finishFault(ctx, t, "collector SIGKILLed with retries pending", int64(st.Occurrences))
+	require.Equal(t, int64(st.Occurrences), r.a.Occurrences-markerOccurrences(r.a), "the source holds every occurrence sent")
+	assertCrashPromise(t, r, run.log.within(killed.Add(-crashWindow), killed), drops)
+}
