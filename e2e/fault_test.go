@@ -27,14 +27,14 @@ import (
 const faultSpeed = 8
 
 // TestFaultDestinationDownMidStorm: B is down for 30 s in the middle of a
-// 60 s storm, with the replicaset burst (a few hundred singletons) inside
+// 75 s storm, with the replicaset burst (a few hundred singletons) inside
 // the outage, and comes back on the same etcd while the storm goes on. The
 // processor keeps its defaults (finish_after 6m): open series reach B
 // through the shutdown flush, singletons only through their one record.
 func TestFaultDestinationDownMidStorm(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
-	occs := faultStorm(t, 8*time.Minute, 3*time.Minute, 12*time.Second)
+	occs := faultStorm(t, 10*time.Minute, 3*time.Minute, 12*time.Second)
 	rig := newFaultRig(ctx, t, "midstorm", occs, mirrorSpec{api: "events.k8s.io/v1", fastRetry: true})
 	c := rig.collector(t)
 	run := rig.storm(ctx, faultSpeed)
@@ -98,7 +98,7 @@ func TestFaultDestinationDownAsStormEnds(t *testing.T) {
 }
 
 // TestFaultThrottledByEventRateLimit: B runs the EventRateLimit admission
-// plugin (a server-wide limit of 10 writes a second, burst 20) and the
+// plugin (a server-wide limit of 20 writes a second, burst 40) and the
 // exporter writes core/v1 (api: v1), the group the plugin limits, creates
 // and patches alike; the exporter's own cap (100/s) is above it, so B
 // answers 429 (without Retry-After) and the exporter must retry. finish_after
@@ -108,7 +108,7 @@ func TestFaultThrottledByEventRateLimit(t *testing.T) {
 	defer cancel()
 	occs := faultStorm(t, 4*time.Minute, 2*time.Minute, 8*time.Second)
 	rig := newFaultRig(ctx, t, "ratelimit", occs, mirrorSpec{api: "v1", finishAfter: "5s", fastRetry: true},
-		kubetest.WithEventRateLimit(10, 20))
+		kubetest.WithEventRateLimit(20, 40))
 	c := rig.collector(t)
 	st := rig.storm(ctx, faultSpeed).wait(ctx, t)
 	awaitIdle(t, c, 3*time.Minute)
@@ -123,7 +123,7 @@ func TestFaultThrottledByEventRateLimit(t *testing.T) {
 		st.Occurrences, st.Elapsed.Round(time.Millisecond), posts, patches, throttled)
 	assert.Positive(t, posts, "creates must meet the rate limit")
 	assert.Positive(t, patches, "patches must meet the rate limit")
-	r, drops := rig.finishFault(ctx, t, "EventRateLimit 429s (10/s, burst 20) on core/v1", int64(st.Occurrences))
+	r, drops := rig.finishFault(ctx, t, "EventRateLimit 429s (20/s, burst 40) on core/v1", int64(st.Occurrences))
 	assertFaultPromise(t, r, int64(st.Occurrences), drops)
 }
 
@@ -142,7 +142,7 @@ func TestFaultThrottledByEventRateLimit(t *testing.T) {
 func TestFaultCollectorKilledWithRetriesPending(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	occs := faultStorm(t, 8*time.Minute, 3*time.Minute, 12*time.Second)
+	occs := faultStorm(t, 10*time.Minute, 3*time.Minute, 12*time.Second)
 	rig := newFaultRig(ctx, t, "kill", occs, mirrorSpec{api: "events.k8s.io/v1", storage: "on", fastRetry: true})
 	first := rig.collector(t)
 	run := rig.storm(ctx, faultSpeed)
