@@ -38,7 +38,7 @@ func TestFaultDestinationDownMidStorm(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	occs := faultStorm(t, 10*time.Minute, 3*time.Minute, 12*time.Second)
-	rig := newFaultRig(ctx, t, "midstorm", occs, mirrorSpec{api: "events.k8s.io/v1", finishAfter: "10s", fastRetry: true})
+	rig := newFaultRig(ctx, t, "midstorm", occs, mirrorSpec{api: "events.k8s.io/v1", storage: "on", finishAfter: "10s", fastRetry: true})
 	c := rig.collector(t)
 	run := rig.storm(ctx, faultSpeed)
 
@@ -107,11 +107,13 @@ func TestFaultDestinationDownAsStormEnds(t *testing.T) {
 }
 
 // TestFaultThrottledByEventRateLimit: B runs the EventRateLimit admission
-// plugin (a server-wide limit of 10 writes a second, burst 10: about what the exporter needs on average, so that its writes queue up against it) and the
-// exporter writes core/v1 (api: v1), the group the plugin limits, creates
-// and patches alike; the exporter's own cap (100/s) is above it, so B
-// answers 429 (without Retry-After) and the exporter must retry. finish_after
-// 5s makes the finished patches meet the limit too, before the shutdown.
+// plugin with a server-wide limit of 10 writes a second, burst 10 (about
+// what the exporter needs on average, so its writes queue up against it),
+// and the exporter writes core/v1 (api: v1), the group the plugin limits,
+// creates and patches alike. The exporter's own cap (100/s) is above it,
+// so B answers 429 (without Retry-After) and the exporter must retry.
+// finish_after 5s makes the finished patches meet the limit too, before
+// the shutdown.
 func TestFaultThrottledByEventRateLimit(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
@@ -152,7 +154,7 @@ func TestFaultCollectorKilledWithRetriesPending(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	occs := faultStorm(t, 10*time.Minute, 3*time.Minute, 12*time.Second)
-	rig := newFaultRig(ctx, t, "kill", occs, mirrorSpec{api: "events.k8s.io/v1", storage: "on", fastRetry: true})
+	rig := newFaultRig(ctx, t, "kill", occs, mirrorSpec{api: "events.k8s.io/v1", storage: "on", finishAfter: "10s", fastRetry: true})
 	first := rig.collector(t)
 	run := rig.storm(ctx, faultSpeed)
 
