@@ -85,8 +85,10 @@ func TestFaultDestinationDownAsStormEnds(t *testing.T) {
 	down := rig.stopDestination(ctx, t)
 	finishedAtStop := finishedRecords(c.scrape(t))
 
-	// Every series finishes (5 s after its last occurrence) during the outage.
-	eventually(t, faultOutage, func() (bool, string) {
+	// Every series finishes (5 s after its last occurrence) during the
+	// outage; on a machine too slow for that within 30 s, the outage lasts
+	// until they have.
+	eventually(t, 2*time.Minute, func() (bool, string) {
 		m := c.scrape(t)
 		open := m.Sum("otelcol_processor_eventseries_open_entries")
 		return open == 0 && retryable(m) > 0, fmt.Sprintf("open entries %v, retryable failures %v", open, retryable(m))
