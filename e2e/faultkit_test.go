@@ -94,7 +94,7 @@ type stormRun struct {
 	err  error
 }
 
-// startRawStorm replays occs into cs's server as an emitter without
+// startRawStorm replays occs into cfg's API server as an emitter without
 // compression does (stormsend.Raw: one Event per distinct event, its count
 // patched at every occurrence, one write per occurrence), so the source
 // holds exactly the occurrences sent.
