@@ -262,13 +262,9 @@ func hasMarker(ctx context.Context, cs kubernetes.Interface, ns, pod string) (bo
 // client really cost it, the shutdown flush included. With codes, only the
 // answers with those HTTP codes count.
 func eventWrites(ctx context.Context, cs kubernetes.Interface, codes ...string) (int64, error) {
-	raw, err := cs.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
+	m, err := apiserverMetrics(ctx, cs)
 	if err != nil {
-		return 0, fmt.Errorf("read apiserver metrics: %w", err)
-	}
-	m, err := collectorproc.ParseMetrics(bytes.NewReader(raw))
-	if err != nil {
-		return 0, fmt.Errorf("parse apiserver metrics: %w", err)
+		return 0, err
 	}
 	var n float64
 	for _, verb := range []string{"POST", "PATCH", "PUT"} {
@@ -280,4 +276,17 @@ func eventWrites(ctx context.Context, cs kubernetes.Interface, codes ...string) 
 		}
 	}
 	return int64(n), nil
+}
+
+// apiserverMetrics reads an API server's own metrics.
+func apiserverMetrics(ctx context.Context, cs kubernetes.Interface) (collectorproc.Metrics, error) {
+	raw, err := cs.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("read apiserver metrics: %w", err)
+	}
+	m, err := collectorproc.ParseMetrics(bytes.NewReader(raw))
+	if err != nil {
+		return nil, fmt.Errorf("parse apiserver metrics: %w", err)
+	}
+	return m, nil
 }

@@ -26,6 +26,9 @@ type mirrorSpec struct {
 	controller   string   // the exporter's reporting controller: names what it wrote in B
 	namespaces   []string // watched in A; empty: all
 	storage      string   // file_storage directory for the checkpoint and the queue; "": none
+	api          string   // the exporter's api; "": its default (auto)
+	finishAfter  string   // the processor's series.finish_after; "": its default (6m)
+	fastRetry    bool     // retry failed writes after 1 s, backing off to at most 5 s
 }
 
 // config is the collector configuration. The processor keeps its defaults
@@ -52,10 +55,21 @@ func (s mirrorSpec) config() string {
 	if s.storage != "" {
 		b.WriteString("    storage: file_storage\n")
 	}
+	if s.finishAfter != "" {
+		fmt.Fprintf(&b, "    series: {finish_after: %s}\n", s.finishAfter)
+	}
 	fmt.Fprintf(&b, "exporters:\n  k8sevent:\n    auth_type: kubeConfig\n    kubeconfig: %q\n"+
 		"    reporting_controller: %s\n    reporting_instance: e2e-mirror\n    qps: 100\n    burst: 200\n", s.kubeB, s.controller)
 	if s.storage != "" {
 		b.WriteString("    sending_queue: {storage: file_storage}\n")
+	}
+	if s.api != "" {
+		fmt.Fprintf(&b, "    api: %s\n", s.api)
+	}
+	if s.fastRetry {
+		// exporterhelper's default backoff grows to 30 s: after an outage
+		// the first retry could wait that long, which only lengthens a test.
+		b.WriteString("    retry_on_failure: {initial_interval: 1s, max_interval: 5s}\n")
 	}
 	fmt.Fprintf(&b, "service:\n  extensions: [%s]\n  pipelines:\n    logs:\n"+
 		"      receivers: [k8sevents]\n      processors: [eventseries]\n      exporters: [k8sevent]\n", exts)

@@ -1,0 +1,324 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"sort"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+
+	"github.com/k8sevents/otel-k8sevents/internal/storm"
+	"github.com/k8sevents/otel-k8sevents/internal/stormsend"
+)
+
+// Support for the end-to-end fault tests (fault_test.go) and the crash
+// subtest of TestRestart: a bounded storm, a record of how fast it was
+// sent, a watch on the counts in the destination, and the promise checked
+// and reported in one place.
+
+// faultStorm is the storm of the fault tests: the first window of the
+// crashloop and cronjob scenarios (counts that grow on 80 + a few dozen
+// series) with the first burst of the replicaset scenario (one new Event per
+// occurrence: singletons) moved to burstAt, so that it lands where a test
+// puts its fault.
+func faultStorm(t *testing.T, window, burstAt, burst time.Duration) []storm.Occurrence {
+	t.Helper()
+	rs := stormWindow(t, "replicaset", burst)
+	for i := range rs {
+		rs[i].Time = rs[i].Time.Add(burstAt)
+	}
+	return mergeStorms(stormWindow(t, "crashloop", window), stormWindow(t, "cronjob", window), rs)
+}
+
+// sendLog keeps the progress of a replay over time, to bound how many
+// occurrences were sent around an instant (a crash).
+type sendLog struct {
+	mu      sync.Mutex
+	samples []sendSample
+}
+
+type sendSample struct {
+	at time.Time
+	n  int64
+}
+
+// record is a stormsend.Options.Progress callback.
+func (l *sendLog) record(s stormsend.Stats) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.samples = append(l.samples, sendSample{time.Now(), int64(s.Occurrences)})
+}
+
+// sent is the latest count reported.
+func (l *sendLog) sent() int64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if len(l.samples) == 0 {
+		return 0
+	}
+	return l.samples[len(l.samples)-1].n
+}
+
+// within is an upper bound on the occurrences sent from from to to: the
+// count of the first report at or after to (the last report when none is)
+// minus that of the last report at or before from. Reports come once a
+// second, so the bound is loose by at most a second's worth on each side.
+func (l *sendLog) within(from, to time.Time) int64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var lo, hi int64
+	for _, s := range l.samples {
+		if !s.at.After(from) {
+			lo = s.n
+		}
+		hi = s.n
+		if !s.at.Before(to) {
+			break
+		}
+	}
+	return hi - lo
+}
+
+// stormRun is a Raw replay of a storm into the source API server, under way.
+type stormRun struct {
+	log  sendLog
+	done chan struct{}
+	st   stormsend.Stats
+	err  error
+}
+
+// startRawStorm replays occs into cfg's API server as an emitter without
+// compression does (stormsend.Raw: one Event per distinct event, its count
+// patched at every occurrence, one write per occurrence), so the source
+// holds exactly the occurrences sent.
+func startRawStorm(ctx context.Context, cfg *rest.Config, occs []storm.Occurrence, speed float64) *stormRun {
+	r := &stormRun{done: make(chan struct{})}
+	go func() {
+		defer close(r.done)
+		r.st, r.err = stormsend.Raw(ctx, cfg, occs, stormsend.Options{
+			Speed: speed, MaxDuration: 2 * time.Minute, Progress: r.log.record,
+		})
+	}()
+	return r
+}
+
+// wait is the replay's result once it ended; it fails the test on an error.
+func (r *stormRun) wait(ctx context.Context, t *testing.T) stormsend.Stats {
+	t.Helper()
+	select {
+	case <-r.done:
+	case <-ctx.Done():
+		t.Fatalf("storm did not end: %v", ctx.Err())
+	}
+	require.NoError(t, r.err, "storm into the source")
+	require.Zero(t, r.st.Failures, "every occurrence written into the source")
+	return r.st
+}
+
+// countMonitor reads the destination's Events of one reporting controller
+// once a second and records every object whose count went down between two
+// reads: a count never goes down, whatever fails. Reads that fail (the
+// server is down) are skipped.
+type countMonitor struct {
+	mu    sync.Mutex
+	last  map[string]int64 // namespace/name → count last read
+	drops []string
+	reads int
+	stop  chan struct{}
+	done  chan struct{}
+}
+
+func watchCounts(cs kubernetes.Interface, controller string) *countMonitor {
+	m := &countMonitor{last: map[string]int64{}, stop: make(chan struct{}), done: make(chan struct{})}
+	go func() {
+		defer close(m.done)
+		tick := time.NewTicker(time.Second)
+		defer tick.Stop()
+		for {
+			m.read(cs, controller)
+			select {
+			case <-m.stop:
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+	return m
+}
+
+func (m *countMonitor) read(cs kubernetes.Interface, controller string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	counts, err := objectCounts(ctx, cs, controller)
+	if err != nil {
+		return
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.reads++
+	for key, n := range counts {
+		if prev, ok := m.last[key]; ok && n < prev {
+			m.drops = append(m.drops, fmt.Sprintf("%s: %d then %d", key, prev, n))
+		}
+		m.last[key] = n
+	}
+}
+
+// objectCounts is the count of every Event a reporting controller wrote,
+// by namespace/name.
+func objectCounts(ctx context.Context, cs kubernetes.Interface, controller string) (map[string]int64, error) {
+	evs, err := listEvents(ctx, cs, byController(controller))
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]int64, len(evs))
+	for i := range evs {
+		out[evs[i].Namespace+"/"+evs[i].Name] = eventOccurrences(&evs[i])
+	}
+	return out, nil
+}
+
+// snapshot is the count of every object as last read.
+func (m *countMonitor) snapshot() map[string]int64 {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := make(map[string]int64, len(m.last))
+	for k, v := range m.last {
+		out[k] = v
+	}
+	return out
+}
+
+// finish stops the reads and returns the drops seen and how many reads
+// succeeded.
+func (m *countMonitor) finish() (drops []string, reads int) {
+	close(m.stop)
+	<-m.done
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	sort.Strings(m.drops)
+	return m.drops, m.reads
+}
+
+// belowSnapshot lists the objects whose final count in r is lower than in
+// an earlier snapshot, or which are gone.
+func belowSnapshot(r mirrorResult, snap map[string]int64) []string {
+	final := map[string]int64{}
+	for i := range r.bEvents {
+		final[r.bEvents[i].Namespace+"/"+r.bEvents[i].Name] = eventOccurrences(&r.bEvents[i])
+	}
+	var out []string
+	for k, n := range snap {
+		if final[k] < n {
+			out = append(out, fmt.Sprintf("%s: %d before, %d at the end", k, n, final[k]))
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// markerOccurrences is what the marker Events add to a tally.
+func markerOccurrences(t eventTally) int64 {
+	var n int64
+	for p, c := range t.Pairs {
+		if p.Reason == markerReason {
+			n += c
+		}
+	}
+	return n
+}
+
+// faultReport is one row of the fault table.
+type faultReport struct {
+	name     string
+	sent     int64 // occurrences the storm wrote into the source
+	final    int64 // sum of the final counts in the destination, markers left out
+	objects  int   // Event objects in the destination, markers left out
+	twins    int   // objects of one series claiming the same occurrences
+	writes   int64 // Event writes the destination accepted
+	duration time.Duration
+}
+
+func newFaultReport(name string, sent int64, r mirrorResult, start time.Time) faultReport {
+	markers := markerOccurrences(r.b)
+	return faultReport{name: name, sent: sent, final: r.b.Occurrences - markers, objects: r.b.Objects - int(markers),
+		twins: len(overlappingObjects(r.bEvents, math.MaxInt, false)), writes: r.bWrites, duration: time.Since(start).Round(time.Second)}
+}
+
+// log prints the row: | test | occurrences sent | sum of final counts | lost | objects | twins | writes | duration |.
+func (f faultReport) log(t *testing.T) {
+	t.Helper()
+	t.Logf("fault table row: | %s | %d | %d | %d | %d | %d | %d | %v |",
+		f.name, f.sent, f.final, f.sent-f.final, f.objects, f.twins, f.writes, f.duration)
+}
+
+// assertFaultPromise checks what the pipeline promises through a fault:
+// the source holds exactly the occurrences sent (the premise), every
+// (object, reason) of the source is in the destination with exactly the
+// source's total, the sum of the final counts is the occurrences sent, no
+// two objects of one series claim the same occurrences, no count was
+// seen going down, and nothing was dropped for good.
+func assertFaultPromise(t *testing.T, r mirrorResult, sent int64, drops []string) {
+	t.Helper()
+	require.Equal(t, sent, r.a.Occurrences-markerOccurrences(r.a), "the source holds every occurrence sent")
+	var invisible []string
+	for p := range r.a.Pairs {
+		if r.b.Pairs[p] == 0 {
+			invisible = append(invisible, p.String())
+		}
+	}
+	sort.Strings(invisible)
+	assert.Empty(t, invisible, "(object, reason) pairs of the source missing from the destination")
+	assert.Equal(t, sent, r.b.Occurrences-markerOccurrences(r.b), "sum of the final counts = occurrences sent")
+	assertExact(t, r)
+	assert.Empty(t, drops, "counts that went down in the destination")
+}
+
+// assertCrashPromise checks what a mirror promises through a SIGKILL: every
+// (object, reason) of the source in the destination with at least the
+// source's total (nothing lost), the occurrences counted twice and the
+// objects of one series claiming the same occurrences each at most bound
+// (what reached the source within crashWindow before the kill), no count
+// seen going down.
+func assertCrashPromise(t *testing.T, r mirrorResult, bound int64, drops []string) {
+	t.Helper()
+	var invisible, short []string
+	for p, want := range r.a.Pairs {
+		switch got := r.b.Pairs[p]; {
+		case got == 0:
+			invisible = append(invisible, p.String())
+		case got < want:
+			short = append(short, fmt.Sprintf("%v: want at least %d, got %d", p, want, got))
+		}
+	}
+	sort.Strings(invisible)
+	sort.Strings(short)
+	twins := overlappingObjects(r.bEvents, math.MaxInt, false)
+	t.Logf("after the crash: missing %d, extra %d occurrences, %d objects of one series overlapping; bound %d (sent within %v before the kill)",
+		r.missing, r.extra, len(twins), bound, crashWindow)
+	assert.Empty(t, invisible, "(object, reason) pairs of the source missing from the destination")
+	assert.Empty(t, short, "pairs with fewer occurrences than the source: a crash may not lose any")
+	assert.Zero(t, r.missing, "occurrences lost")
+	assert.LessOrEqual(t, r.extra, bound, "occurrences counted twice, beyond what the crash may repeat")
+	assert.LessOrEqual(t, int64(len(twins)), bound, "objects of one series claiming the same occurrences")
+	assert.Empty(t, drops, "counts that went down in the destination")
+}
+
+// throttledEventWrites is how many Event creates and patches an API server
+// answered with 429.
+func throttledEventWrites(ctx context.Context, cs kubernetes.Interface) (posts, patches int64, err error) {
+	m, err := apiserverMetrics(ctx, cs)
+	if err != nil {
+		return 0, 0, err
+	}
+	posts = int64(m.Sum("apiserver_request_total", "resource=events", "verb=POST", "code=429"))
+	patches = int64(m.Sum("apiserver_request_total", "resource=events", "verb=PATCH", "code=429"))
+	return posts, patches, nil
+}
