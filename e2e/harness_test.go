@@ -21,7 +21,7 @@ type collector struct {
 }
 
 // binary is the collector under test; missing, it skips the test (fails under CI=true).
-func binary(t *testing.T) string {
+func binary(t testing.TB) string {
 	t.Helper()
 	bin, err := collectorproc.FindBinary()
 	if err != nil {
@@ -33,7 +33,7 @@ func binary(t *testing.T) string {
 	return bin
 }
 
-func freePort(t *testing.T) int {
+func freePort(t testing.TB) int {
 	t.Helper()
 	p, err := collectorproc.FreePort()
 	require.NoError(t, err)
@@ -44,14 +44,14 @@ func freePort(t *testing.T) int {
 // adds a health_check extension and a Prometheus telemetry endpoint on free
 // loopback ports. cfg lists health_check in service.extensions (lists are not
 // merged). dir keeps its configs and log across restarts.
-func startCollector(t *testing.T, dir, cfg string) *collector {
+func startCollector(t testing.TB, dir, cfg string) *collector {
 	t.Helper()
 	return startCollectorEnv(t, dir, cfg, nil)
 }
 
 // startCollectorEnv is startCollector with environment variables (NAME=value)
 // for the ${env:NAME} references of a ready configuration.
-func startCollectorEnv(t *testing.T, dir, cfg string, env []string) *collector {
+func startCollectorEnv(t testing.TB, dir, cfg string, env []string) *collector {
 	t.Helper()
 	c := &collector{health: freePort(t), metrics: freePort(t)}
 	overlay := fmt.Sprintf(`
@@ -84,7 +84,7 @@ service:
 }
 
 // scrape reads the collector's own metrics.
-func (c *collector) scrape(t *testing.T) collectorproc.Metrics {
+func (c *collector) scrape(t testing.TB) collectorproc.Metrics {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -95,7 +95,7 @@ func (c *collector) scrape(t *testing.T) collectorproc.Metrics {
 
 // eventually polls cond every 200 ms until it holds or timeout passes; the
 // last message cond returned explains a failure.
-func eventually(t *testing.T, timeout time.Duration, cond func() (bool, string)) {
+func eventually(t testing.TB, timeout time.Duration, cond func() (bool, string)) {
 	t.Helper()
 	deadline := time.Now().Add(timeout)
 	for {

@@ -127,7 +127,7 @@ func readScaleOut(t *testing.T, cs kubernetes.Interface, controller string) scal
 }
 
 // readyConfig is a file of testdata/config.
-func readyConfig(t *testing.T, name string) string {
+func readyConfig(t testing.TB, name string) string {
 	t.Helper()
 	b, err := os.ReadFile(filepath.Join("..", "testdata", "config", name))
 	require.NoError(t, err)
