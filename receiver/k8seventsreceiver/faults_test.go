@@ -96,7 +96,8 @@ func writeStatus(w http.ResponseWriter, code int, reason metav1.StatusReason) {
 // client is a clientset that goes through the proxy.
 func (p *apiProxy) client(t *testing.T) kubernetes.Interface {
 	t.Helper()
-	cs, err := kubernetes.NewForConfig(&rest.Config{Host: p.url, QPS: 100, Burst: 200})
+	noProxy := func(*http.Request) (*url.URL, error) { return nil, nil } // and a transport of its own, not http.DefaultTransport
+	cs, err := kubernetes.NewForConfig(&rest.Config{Host: p.url, QPS: 100, Burst: 200, Proxy: noProxy})
 	require.NoError(t, err)
 	return cs
 }

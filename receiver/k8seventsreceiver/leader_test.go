@@ -35,11 +35,11 @@ const (
 	retryPeriod   = 500 * time.Millisecond
 )
 
-// leaderElectorExt creates and starts the contrib k8s_leader_elector
-// extension on the rig's API server (it reads $KUBECONFIG), as a collector
-// starts its extensions before its receivers. It stops at the test's end,
-// after the receivers started later.
-func leaderElectorExt(t *testing.T) extension.Extension {
+// newLeaderElector creates the contrib k8s_leader_elector extension on
+// the API server $KUBECONFIG names. It is started apart (startExtension):
+// the extension's client construction writes to a transport client-go may
+// share between clients, so every one is created before any starts.
+func newLeaderElector(t *testing.T) extension.Extension {
 	t.Helper()
 	f := k8sleaderelector.NewFactory()
 	cfg := f.CreateDefaultConfig()
@@ -54,9 +54,16 @@ func leaderElectorExt(t *testing.T) extension.Extension {
 	require.NoError(t, cfg.(*k8sleaderelector.Config).Validate())
 	ext, err := f.Create(context.Background(), extensiontest.NewNopSettings(f.Type()), cfg)
 	require.NoError(t, err)
+	return ext
+}
+
+// startExtension starts ext, as a collector starts its extensions before
+// its receivers. It stops at the test's end, after the receivers started
+// later.
+func startExtension(t *testing.T, ext extension.Extension) {
+	t.Helper()
 	require.NoError(t, ext.Start(context.Background(), componenttest.NewNopHost()))
 	t.Cleanup(func() { require.NoError(t, ext.Shutdown(context.Background())) })
-	return ext
 }
 
 // sharedStorage is one store that both candidates use, as collectors on
@@ -138,15 +145,17 @@ func TestLeaderElectionOneEmitsThenTakesOver(t *testing.T) {
 	newCandidate := func(name string) *candidate {
 		proxy := newAPIProxy(t, r)
 		t.Setenv("KUBECONFIG", proxy.kubeconfig(t)) // the extension has no kubeconfig path setting
-		elector := leaderElectorExt(t)
-		rcv, sink := r.start(t, host{storageID: store, electorID: elector}, func(c *Config) {
+		return &candidate{name: name, proxy: proxy, elector: newLeaderElector(t)}
+	}
+	a, b := newCandidate("a"), newCandidate("b")
+	for _, c := range []*candidate{a, b} {
+		startExtension(t, c.elector)
+		c.rcv, c.sink = r.start(t, host{storageID: store, electorID: c.elector}, func(c *Config) {
 			withStorage(ns)(c)
 			id := electorID
 			c.K8sLeaderElector = &id
 		})
-		return &candidate{name: name, proxy: proxy, elector: elector, rcv: rcv, sink: sink}
 	}
-	a, b := newCandidate("a"), newCandidate("b")
 
 	var leader, follower *candidate
 	require.Eventually(t, func() bool { return a.rcv.watching() || b.rcv.watching() },
