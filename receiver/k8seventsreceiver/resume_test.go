@@ -1,6 +1,7 @@
 package k8seventsreceiver
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -121,4 +122,17 @@ func TestResumeWatermarkComparesSeconds(t *testing.T) {
 	r.emitted("legacy", "3", t0)
 	assert.True(t, r.Watermark.Equal(t0.Add(500*time.Millisecond)), "an earlier time does not move the watermark back")
 	assert.Equal(t, map[string]string{"micro": "1", "legacy": "3"}, r.AtWatermark)
+}
+
+func TestResumeRelistProgressIsBounded(t *testing.T) {
+	r := newResume(1)
+	r.beginRelist()
+	for i := range maxRelistEmitted + 100 {
+		r.emitted(fmt.Sprintf("uid-%d", i), "1", t0.Add(time.Duration(i)*time.Millisecond))
+	}
+	assert.Len(t, r.Relist.Emitted, maxRelistEmitted)
+	assert.LessOrEqual(t, len(r.Relist.AtWatermark), maxAtWatermark)
+	r.endRelist("2")
+	assert.True(t, r.Watermark.Equal(t0.Add(time.Duration(maxRelistEmitted+99)*time.Millisecond)))
+	assert.LessOrEqual(t, len(r.AtWatermark), maxAtWatermark)
 }
