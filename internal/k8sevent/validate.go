@@ -8,6 +8,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"k8s.io/apimachinery/pkg/api/validation/path"
 	"k8s.io/apimachinery/pkg/util/validation"
 )
 
@@ -209,16 +210,25 @@ func fnv32a(s string) uint32 {
 
 // Validate reports what the API server would reject in a create of ev with
 // the given API version (mirrors ValidateEventCreate of kube-apiserver
-// v1.36). For events.k8s.io/v1 the deprecated fields (source, count,
+// v1.36, held against it by TestValidateAgreesWithTheAPIServer). For
+// events.k8s.io/v1 the deprecated fields (source, count,
 // first/last timestamp) are not checked: a writer leaves them unset.
 func Validate(ev *Event, api string) error {
 	var errs []error
 	fail := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
 	ns := ev.ObjectNamespace()
-	for _, msg := range validation.IsDNS1123Subdomain(ns) {
+	// A namespace is a DNS-1123 label: one that is not cannot exist.
+	for _, msg := range validation.IsDNS1123Label(ns) {
 		fail("namespace %q: %s", ns, msg)
 	}
-	for _, msg := range validation.IsDNS1123Subdomain(ev.Name) {
+	nameRule := validation.IsDNS1123Subdomain
+	if api == APICoreV1 {
+		nameRule = path.IsValidPathSegmentName // core/v1 keeps its legacy names
+	}
+	if ev.Name == "" {
+		fail("name: required")
+	}
+	for _, msg := range nameRule(ev.Name) {
 		fail("name %q: %s", ev.Name, msg)
 	}
 	strict := api == APIEventsV1 || !ev.EventTime.IsZero()
@@ -256,7 +266,7 @@ func Validate(ev *Event, api string) error {
 		if ev.Type != TypeNormal && ev.Type != TypeWarning {
 			fail("type %q: must be Normal or Warning", ev.Type)
 		}
-		if ev.SeriesCount != 0 && (ev.SeriesCount < 2 || ev.SeriesLastObservedTime.IsZero()) {
+		if ev.SeriesCount > 0 && (ev.SeriesCount < 2 || ev.SeriesLastObservedTime.IsZero()) { // none is written below 1
 			fail("series: count must be at least 2 and lastObservedTime set, have %d", ev.SeriesCount)
 		}
 	}

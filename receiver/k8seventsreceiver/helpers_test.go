@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/component/componenttest"
+	"go.opentelemetry.io/collector/consumer"
 	"go.opentelemetry.io/collector/consumer/consumertest"
 	"go.opentelemetry.io/collector/receiver/receivertest"
 	corev1 "k8s.io/api/core/v1"
@@ -60,24 +61,33 @@ func (r *rig) startWith(t *testing.T, client kubernetes.Interface, mutate func(*
 
 func (r *rig) startWithHost(t *testing.T, h host, client kubernetes.Interface, mutate func(*Config)) (*k8seventsReceiver, *consumertest.LogsSink) {
 	t.Helper()
+	sink := new(consumertest.LogsSink)
+	return r.startInto(t, h, client, sink, mutate), sink
+}
+
+// startInto runs a receiver that emits into next; client nil: its own, from
+// the rig's kubeconfig.
+func (r *rig) startInto(t *testing.T, h host, client kubernetes.Interface, next consumer.Logs, mutate func(*Config)) *k8seventsReceiver {
+	t.Helper()
 	cfg := createDefaultConfig()
 	cfg.Config = k8sclient.Config{AuthType: k8sclient.AuthKubeConfig, KubeConfig: r.kubeconfig}
 	if mutate != nil {
 		mutate(cfg)
 	}
 	require.NoError(t, cfg.Validate())
-	sink := new(consumertest.LogsSink)
 	r.tel = componenttest.NewTelemetry()
 	t.Cleanup(func() { _ = r.tel.Shutdown(context.Background()) })
 	set := receivertest.NewNopSettings(metadata.Type)
 	set.TelemetrySettings = r.tel.NewTelemetrySettings()
 	set.ID = component.NewID(metadata.Type) // stable, as in a collector: the storage client is per ID
-	rcv, err := NewFactory().CreateLogs(context.Background(), set, cfg, sink)
+	rcv, err := NewFactory().CreateLogs(context.Background(), set, cfg, next)
 	require.NoError(t, err)
-	rcv.(*k8seventsReceiver).client = client
+	if client != nil {
+		rcv.(*k8seventsReceiver).client = client
+	}
 	require.NoError(t, rcv.Start(context.Background(), h))
 	t.Cleanup(func() { require.NoError(t, rcv.Shutdown(context.Background())) })
-	return rcv.(*k8seventsReceiver), sink
+	return rcv.(*k8seventsReceiver)
 }
 
 // watching waits until the receiver's watches are established, so that what

@@ -14,57 +14,142 @@ import (
 //   - the resourceVersion it reached (opaque: only handed back to the API
 //     server, never compared or parsed);
 //   - the latest occurrence time it emitted (the watermark), and the
-//     versions of the objects whose latest occurrence is exactly that time;
+//     versions of the objects whose latest occurrence is in the watermark's
+//     second;
+//   - while a relist is under way, what it emitted so far (a relist that
+//     fails half way goes on from there, after a restart too);
 //   - in memory only, the version it last emitted of the most recent objects.
 //
-// After a relist, an object is emitted when its version differs from the
-// one emitted, or, for an object not remembered, when its latest occurrence
-// is after the watermark (or at it and not among those emitted at it).
-// Events change only by new occurrences, which move their latest time on.
+// After a 410, an object is emitted when its version differs from the one
+// emitted, or, for an object not remembered, when its latest occurrence is
+// in or after the watermark's second (and it is not among those emitted in
+// that second). Events change only by new occurrences, which move their
+// latest time on. Seconds, not instants: core/v1 lastTimestamp is cut to
+// the second while eventTime and series times keep microseconds, so an
+// Event that occurred after a watermark of 12:00:00.5 can read 12:00:00.
+//
+// A relist compares every page with the watermark from before it began and
+// moves the watermark only when the last page is in: a list comes in
+// namespace/name order, not in time order, so a watermark moved by page 1
+// would hide what changed on page 2 during the gap.
 type resume struct {
-	ResourceVersion string            `json:"resourceVersion"`
-	Watermark       time.Time         `json:"watermark"`
-	AtWatermark     map[string]string `json:"atWatermark,omitempty"` // uid -> resourceVersion
+	ResourceVersion string `json:"resourceVersion"`
+	mark
+	// Relist is the relist under way; nil when none is.
+	Relist *relistProgress `json:"relist,omitempty"`
 
 	recent *simplelru.LRU[string, string] // uid -> resourceVersion emitted
 }
 
-// maxAtWatermark bounds the set kept at the watermark time (one second of
-// core/v1 timestamps); past it the oldest are forgotten, which may re-emit
-// one of them after a 410, never skip one.
+// mark is a watermark and what was emitted in its second.
+type mark struct {
+	Watermark   time.Time         `json:"watermark"`
+	AtWatermark map[string]string `json:"atWatermark,omitempty"` // uid -> resourceVersion
+}
+
+// relistProgress is what a relist emitted before its last page: the mark
+// it will move the watermark to, and the versions it emitted.
+type relistProgress struct {
+	mark
+	Emitted map[string]string `json:"emitted"` // uid -> resourceVersion
+}
+
+// maxAtWatermark bounds the set kept in the watermark's second; past it
+// the oldest are forgotten, which may re-emit one of them after a 410,
+// never skip one.
 const maxAtWatermark = 1024
+
+// maxRelistEmitted bounds what a relist under way remembers it emitted;
+// past it, a relist that fails and starts again may re-emit what it
+// emitted beyond the bound, never skip anything.
+const maxRelistEmitted = 4096
 
 func newResume(recentSize int) *resume {
 	recent, _ := simplelru.NewLRU[string, string](recentSize, nil)
 	return &resume{recent: recent}
 }
 
+// add records that version rv of object uid, whose latest occurrence is
+// latest, went out.
+func (m *mark) add(uid, rv string, latest time.Time) {
+	sec, cur := latest.Truncate(time.Second), m.Watermark.Truncate(time.Second)
+	switch {
+	case sec.After(cur) || m.AtWatermark == nil && sec.Equal(cur):
+		m.AtWatermark = map[string]string{uid: rv}
+	case sec.Equal(cur) && len(m.AtWatermark) < maxAtWatermark:
+		m.AtWatermark[uid] = rv
+	}
+	if latest.After(m.Watermark) {
+		m.Watermark = latest
+	}
+}
+
+// merge moves m on to o where o is later.
+func (m *mark) merge(o mark) {
+	for uid, rv := range o.AtWatermark {
+		// Any time in o's second gives the same decision as o's own.
+		m.add(uid, rv, o.Watermark.Truncate(time.Second))
+	}
+	if o.Watermark.After(m.Watermark) {
+		m.Watermark = o.Watermark
+	}
+}
+
 // emitted records that the version rv of object uid, whose latest
 // occurrence is latest, went out.
 func (r *resume) emitted(uid, rv string, latest time.Time) {
 	r.recent.Add(uid, rv)
-	switch {
-	case latest.After(r.Watermark):
-		r.Watermark = latest
-		r.AtWatermark = map[string]string{uid: rv}
-	case latest.Equal(r.Watermark) && len(r.AtWatermark) < maxAtWatermark:
-		if r.AtWatermark == nil {
-			r.AtWatermark = map[string]string{}
-		}
-		r.AtWatermark[uid] = rv
+	if r.Relist == nil {
+		r.mark.add(uid, rv, latest)
+		return
+	}
+	r.Relist.add(uid, rv, latest)
+	if len(r.Relist.Emitted) < maxRelistEmitted {
+		r.Relist.Emitted[uid] = rv
 	}
 }
 
-// emitAfterRelist decides for one listed object.
-func (r *resume) emitAfterRelist(uid, rv string, latest time.Time) bool {
+// beginRelist starts a relist, or goes on with the one under way.
+func (r *resume) beginRelist() {
+	if r.Relist == nil {
+		r.Relist = &relistProgress{Emitted: map[string]string{}}
+	}
+	if r.Relist.Emitted == nil {
+		r.Relist.Emitted = map[string]string{}
+	}
+}
+
+// endRelist completes a relist whose list was at resourceVersion rv.
+func (r *resume) endRelist(rv string) {
+	if r.Relist != nil {
+		r.mark.merge(r.Relist.mark)
+	}
+	r.Relist, r.ResourceVersion = nil, rv
+}
+
+// emitAfterRelist decides for one listed object; fresh: a first list,
+// which emits everything not emitted yet.
+func (r *resume) emitAfterRelist(uid, rv string, latest time.Time, fresh bool) bool {
+	if r.Relist != nil {
+		if prev, ok := r.Relist.Emitted[uid]; ok {
+			return prev != rv
+		}
+	}
+	if fresh {
+		return true
+	}
 	if prev, ok := r.recent.Get(uid); ok {
 		return prev != rv
 	}
 	if prev, ok := r.AtWatermark[uid]; ok {
 		return prev != rv
 	}
-	return !latest.Before(r.Watermark)
+	return !latest.Before(r.Watermark.Truncate(time.Second))
 }
+
+// started reports whether there is anything to save: a place to watch
+// from, or a relist under way.
+func (r *resume) started() bool { return r.ResourceVersion != "" || r.Relist != nil }
 
 func (r *resume) marshal() ([]byte, error) { return json.Marshal(r) }
 

@@ -3,7 +3,6 @@ package k8seventsreceiver
 import (
 	"context"
 	"testing"
-	"time"
 
 	"github.com/open-telemetry/opentelemetry-collector-contrib/extension/storage/filestorage"
 	"github.com/stretchr/testify/assert"
@@ -75,10 +74,10 @@ func TestRestartResumesFromCheckpoint(t *testing.T) {
 }
 
 // TestExpiredResourceVersionRelistsWithoutGapOrDuplicate stops the receiver,
-// lets etcd compact past its checkpoint, and starts it again: its watch
+// compacts etcd past its checkpoint, and starts it again: its watch
 // gets 410 Gone, it lists, and emits exactly the events it missed.
 func TestExpiredResourceVersionRelistsWithoutGapOrDuplicate(t *testing.T) {
-	r := newRig(t, kubetest.WithAPIServerFlags("--watch-cache=false", "--etcd-compaction-interval=2s"))
+	r := newRig(t, kubetest.WithAPIServerFlags("--watch-cache=false"))
 	r.namespace(t, "gone")
 	dir := t.TempDir()
 
@@ -89,7 +88,7 @@ func TestExpiredResourceVersionRelistsWithoutGapOrDuplicate(t *testing.T) {
 	require.NoError(t, first.Shutdown(context.Background()))
 
 	r.createEvents(t, "gone", "missed", 30)
-	time.Sleep(5 * time.Second) // two compaction intervals: the checkpoint's revision is compacted
+	r.compact(t) // the checkpoint's revision is gone
 
 	second, sink2 := r.start(t, fileStorage(t, dir), withStorage("gone"))
 	tel := r.tel

@@ -83,7 +83,7 @@ func (w *watcher) run(ctx context.Context) {
 
 // cycle lists when it must, then watches until the watch ends.
 func (w *watcher) cycle(ctx context.Context) error {
-	if w.state.ResourceVersion == "" || w.expired {
+	if w.state.ResourceVersion == "" || w.expired || w.state.Relist != nil { // a relist under way goes on
 		if err := w.relist(ctx); err != nil {
 			return err
 		}
@@ -158,7 +158,11 @@ func (w *watcher) handle(ctx context.Context, e watch.Event) (done bool, err err
 }
 
 // relist lists the Events: the first time per the initial setting, after a
-// 410 emitting only what the resume state has not seen.
+// 410 emitting only what the resume state has not seen. Every page is
+// judged against the state from before the relist (lists come in
+// namespace/name order, not in time order); the watermark moves only once
+// the last page is in. A relist that fails goes on, in this run or the
+// next, without emitting again what it emitted.
 func (w *watcher) relist(ctx context.Context) error {
 	fresh := w.state.ResourceVersion == ""
 	opts := metav1.ListOptions{FieldSelector: w.fieldSelector, Limit: w.cfg.ListPageSize}
@@ -176,6 +180,7 @@ func (w *watcher) relist(ctx context.Context) error {
 		w.count(w.telemetry.ReceiverK8seventsRelists, 1)
 		w.logger.Info("Watch resourceVersion expired; listing again", zap.String("namespace", w.ns))
 	}
+	w.state.beginRelist()
 	for {
 		items, rv, cont, err := w.api.list(ctx, w.ns, opts)
 		if err != nil {
@@ -184,7 +189,7 @@ func (w *watcher) relist(ctx context.Context) error {
 		w.count(w.telemetry.ReceiverK8seventsEventsReceived, int64(len(items)), attribute.String("type", "listed"))
 		out := items[:0]
 		for _, it := range items {
-			if fresh || w.state.emitAfterRelist(it.ev.UID, it.resourceVersion, it.ev.Time) {
+			if w.state.emitAfterRelist(it.ev.UID, it.resourceVersion, it.ev.Time, fresh) {
 				out = append(out, it)
 			}
 		}
@@ -192,9 +197,13 @@ func (w *watcher) relist(ctx context.Context) error {
 			return err
 		}
 		if cont == "" {
-			w.state.ResourceVersion, w.expired = rv, false
+			w.state.endRelist(rv)
+			w.expired = false
 			w.save(ctx)
 			return nil
+		}
+		if w.clock().Sub(w.savedAt) >= checkpointInterval {
+			w.save(ctx) // what this relist emitted so far survives a crash
 		}
 		opts.Continue = cont
 	}
@@ -251,7 +260,7 @@ func (w *watcher) load(ctx context.Context) {
 }
 
 func (w *watcher) save(ctx context.Context) {
-	if w.store == nil || w.state.ResourceVersion == "" {
+	if w.store == nil || !w.state.started() {
 		return
 	}
 	w.savedAt = w.clock()
