@@ -6,6 +6,8 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -149,4 +151,57 @@ func nestedLogsRequest(depth int) []byte {
 	}
 	kv := append(wrap(1, []byte("k")), wrap(2, value)...) // KeyValue{key, value}
 	return wrap(1, wrap(2, wrap(2, wrap(6, kv))))         // request.resource_logs.scope_logs.log_records.attributes
+}
+
+// BenchmarkHostileFieldsPeakRSS feeds the built collector (the ready
+// ingestion config, defaults) 6,000 records whose fields are 100 KB each:
+// a note, a reason, an action, a non-contract attribute, and, on every
+// third record, the regarding kind, all distinct, one record per
+// request (the 1 MiB cap), and reports the collector's peak RSS once
+// the processor has seen them all. Goal: under 512 MB (58 MB at rest).
+func BenchmarkHostileFieldsPeakRSS(b *testing.B) {
+	binary(b)
+	for range b.N {
+		peak := hostileFieldsRun(b, 6000)
+		b.ReportMetric(float64(peak>>20), "peak-RSS-MB")
+	}
+}
+
+func hostileFieldsRun(b *testing.B, records int) int64 {
+	srv := kubetest.Start(b)
+	grpcAddr := fmt.Sprintf("127.0.0.1:%d", freePort(b))
+	c := startCollectorEnv(b, b.TempDir(), readyConfig(b, "otlp-ingestion.yaml"), []string{
+		"K8S_AUTH_TYPE=kubeConfig", "KUBECONFIG=" + srv.Kubeconfig(b),
+		"OTLP_GRPC_ENDPOINT=" + grpcAddr, fmt.Sprintf("OTLP_HTTP_ENDPOINT=127.0.0.1:%d", freePort(b)),
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	conn, err := grpc.NewClient(grpcAddr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	require.NoError(b, err)
+	defer conn.Close()
+	client := plogotlp.NewGRPCClient(conn)
+	huge := func(tag string, i int) string { return tag + strconv.Itoa(i) + strings.Repeat("x", 100<<10) }
+	const perRequest = 1 // a record holds up to 500 KB; the cap is 1 MiB
+	for i := 0; i < records; i += perRequest {
+		ld := plog.NewLogs()
+		for j := i; j < i+perRequest && j < records; j++ {
+			ev := k8sevent.Event{Reason: huge("r", j), Action: huge("a", j), Note: huge("n", j), Type: k8sevent.TypeWarning,
+				Time: time.Now(), Regarding: k8sevent.ObjectRef{Kind: "Pod", Namespace: "default", Name: fmt.Sprintf("pod-%d", j)}}
+			if j%3 == 0 {
+				ev.Regarding.Kind = huge("k", j)
+			}
+			lr := ld.ResourceLogs().AppendEmpty().ScopeLogs().AppendEmpty().LogRecords().AppendEmpty()
+			k8sevent.Encode(&ev, lr)
+			lr.Attributes().PutStr("app.payload", huge("p", j))
+		}
+		_, err := client.Export(ctx, plogotlp.NewExportRequestFromLogs(ld))
+		require.NoError(b, err, "request %d", i/perRequest)
+	}
+	eventually(b, 5*time.Minute, func() (bool, string) {
+		seen := c.scrape(b).Sum("otelcol_processor_incoming_items")
+		return seen >= float64(records), fmt.Sprintf("processor saw %.0f of %d", seen, records)
+	})
+	peak, err := c.PeakRSS()
+	require.NoError(b, err)
+	return peak
 }
