@@ -134,7 +134,7 @@ func readyConfig(t testing.TB, name string) string {
 	return string(b)
 }
 
-func loopback(t *testing.T) string { return fmt.Sprintf("127.0.0.1:%d", freePort(t)) }
+func loopback(t testing.TB) string { return fmt.Sprintf("127.0.0.1:%d", freePort(t)) }
 
 // sendAll replays the storm as fast as the collector takes it, with its own
 // timestamps, and requires every record accepted.
