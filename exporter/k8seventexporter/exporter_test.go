@@ -393,3 +393,23 @@ func TestConcurrentPushes(t *testing.T) {
 	assert.Equal(t, int64(40), createdOrAdopted(t, tel))
 	assert.Equal(t, int64(40), counter(t, tel, "otelcol_exporter_k8sevent_permanent_failures", "reason", "namespace"))
 }
+
+// TestStateLastTimestampIsTheLatestOccurrence: through core/v1 the Event's
+// lastTimestamp is the latest occurrence the record states (the processor's
+// k8s.event.last_timestamp or series lastObservedTime), not the record's
+// own time, which out-of-order input can make older.
+func TestStateLastTimestampIsTheLatestOccurrence(t *testing.T) {
+	r := newRig(t)
+	exp, tel := r.start(t, func(c *Config) { c.API = k8sevent.APICoreV1 })
+	legacy := legacyRecord("web-1.last-legacy", 3, t0.Add(2*time.Minute))
+	legacy.Time = t0.Add(5 * time.Second) // the record that raised the count arrived late
+	series := record("web-1.last-series", k8sevent.StateOngoing, 4, t0.Add(3*time.Minute))
+	series.Time = t0.Add(7 * time.Second)
+	send(t, exp, legacy, series)
+	require.Eventually(t, func() bool { return createdOrAdopted(t, tel) == 2 }, 30*time.Second, 10*time.Millisecond)
+	for name, want := range map[string]time.Time{"web-1.last-legacy": t0.Add(2 * time.Minute), "web-1.last-series": t0.Add(3 * time.Minute)} {
+		got, err := r.srv.Clientset().CoreV1().Events("shop").Get(context.Background(), name, metav1.GetOptions{})
+		require.NoError(t, err)
+		assert.True(t, got.LastTimestamp.Time.Equal(want), "%s: lastTimestamp %v, want %v", name, got.LastTimestamp, want)
+	}
+}

@@ -3,6 +3,7 @@ package k8seventexporter
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -141,4 +142,35 @@ func TestFaultConcurrentWritesOfOneObject(t *testing.T) {
 	}
 	assert.Equal(t, 1, r.objectsAbout(t, "web-1"))
 	t.Logf("%d writes seen: %v", len(seen), fmt.Sprint(seen))
+}
+
+// TestHostileOversizedEventsNeverReachTheAPIServer: a record whose open
+// fields make a huge object (a 100 KB regarding kind) is dropped before any
+// request; a create answered 413, or etcd's "request is too large" 500, is
+// dropped as permanent instead of retried; the good record behind them is
+// written at once.
+func TestHostileOversizedEventsNeverReachTheAPIServer(t *testing.T) {
+	r := newRig(t)
+	fr := r.withProxy(t)
+	exp, tel := fr.faultExporter(t, k8sevent.APIEventsV1, componenttest.NewNopHost())
+	t.Cleanup(func() { require.NoError(t, exp.Shutdown(context.Background())) })
+
+	huge := record("web-1.huge-kind", k8sevent.StateSingleton, 1, t0)
+	huge.Regarding.Kind = strings.Repeat("K", 100<<10)
+	send(t, exp, huge)
+	require.Eventually(t, func() bool {
+		return counter(t, tel, "otelcol_exporter_k8sevent_permanent_failures", "reason", "invalid") == 1
+	}, 30*time.Second, 10*time.Millisecond)
+	assert.Zero(t, fr.proxy.Seen("POST"), "never sent")
+
+	collection := "/apis/events.k8s.io/v1/namespaces/shop/events"
+	fr.proxy.Add(faultproxy.Rule{Verb: "POST", Path: collection, Action: faultproxy.Fail, Code: 413, Times: 1})
+	fr.proxy.Add(faultproxy.Rule{Verb: "POST", Path: collection, Action: faultproxy.Fail, Code: 500, From: 2, Times: 1,
+		Message: "etcdserver: request is too large"})
+	send(t, exp, record("web-1.refused-413", k8sevent.StateSingleton, 1, t0),
+		record("web-1.refused-etcd", k8sevent.StateSingleton, 1, t0), record("web-1.good", k8sevent.StateSingleton, 1, t0))
+	require.Eventually(t, func() bool { return createdOrAdopted(t, tel) == 1 }, 30*time.Second, 10*time.Millisecond)
+	assert.EqualValues(t, 2, counter(t, tel, "otelcol_exporter_k8sevent_permanent_failures", "reason", "rejected"))
+	assert.Zero(t, counter(t, tel, "otelcol_exporter_k8sevent_retryable_failures", "reason", "error"), "neither was retried")
+	assert.Equal(t, 3, fr.proxy.Seen("POST"), "one request each")
 }

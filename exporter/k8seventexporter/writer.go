@@ -158,7 +158,7 @@ func (w *writer) prepare(ev *k8sevent.Event, instance string) error {
 		if ev.FirstTimestamp.IsZero() {
 			ev.FirstTimestamp = ev.FirstTime()
 		}
-		ev.LastTimestamp = ev.Time
+		ev.LastTimestamp = lastSeen(ev)
 		ev.EventTime, ev.SeriesCount = time.Time{}, 0 // legacy fields only: no strict validation
 		if ev.SourceComponent == "" {
 			ev.SourceComponent = ev.ReportingController
@@ -166,6 +166,9 @@ func (w *writer) prepare(ev *k8sevent.Event, instance string) error {
 	}
 	if err := k8sevent.Validate(ev, w.api); err != nil {
 		return consumererror.NewPermanent(fmt.Errorf("event %s/%s would be rejected: %w", ns, ev.Name, err))
+	}
+	if err := checkSize(ev, w.api); err != nil {
+		return consumererror.NewPermanent(fmt.Errorf("event %s/%s too large: %w", ns, ev.Name, err))
 	}
 	return nil
 }
@@ -314,9 +317,25 @@ func (w *writer) classify(err error, verb string, ev *k8sevent.Event) error {
 			return exporterhelper.NewThrottleRetry(err, time.Duration(delay)*time.Second)
 		}
 		return err // exporterhelper's exponential backoff
-	case apierrors.IsBadRequest(err), apierrors.IsForbidden(err), apierrors.IsInvalid(err),
+	case apierrors.IsBadRequest(err), apierrors.IsForbidden(err), apierrors.IsInvalid(err), tooLarge(err),
 		apierrors.IsNotFound(err) && verb == "create", apierrors.IsMethodNotSupported(err):
 		return consumererror.NewPermanent(err)
 	}
 	return err // 5xx, timeouts, connection refused: exporterhelper retries
+}
+
+// lastSeen is the latest occurrence a record states: the processor's
+// k8s.event.last_timestamp (legacy mode) or series lastObservedTime, which
+// never move backwards; the record's own time only when it states neither
+// (with out-of-order input, it may be older than an occurrence already
+// written).
+func lastSeen(ev *k8sevent.Event) time.Time {
+	last := ev.LastTimestamp
+	if ev.SeriesLastObservedTime.After(last) {
+		last = ev.SeriesLastObservedTime
+	}
+	if last.IsZero() {
+		return ev.Time
+	}
+	return last
 }

@@ -19,6 +19,7 @@ package faultproxy
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -76,6 +77,8 @@ type Rule struct {
 	// RetryAfter, when positive, is sent as Retry-After (whole seconds, at
 	// least 1) with Fail.
 	RetryAfter time.Duration
+	// Message is Fail's Status message; "" means "faultproxy: injected <code>".
+	Message string
 }
 
 // Handle is an added rule: its counters, and Remove.
@@ -276,10 +279,11 @@ func writeStatus(w http.ResponseWriter, rule Rule) {
 	reason := map[int]string{
 		http.StatusTooManyRequests: "TooManyRequests", http.StatusServiceUnavailable: "ServiceUnavailable",
 		http.StatusGatewayTimeout: "Timeout", http.StatusInternalServerError: "InternalError",
+		http.StatusRequestEntityTooLarge: "RequestEntityTooLarge", http.StatusNotFound: "NotFound",
 	}[code]
 	body, _ := json.Marshal(map[string]any{
 		"kind": "Status", "apiVersion": "v1", "status": "Failure", "code": code, "reason": reason,
-		"message": fmt.Sprintf("faultproxy: injected %d", code),
+		"message": cmp.Or(rule.Message, fmt.Sprintf("faultproxy: injected %d", code)),
 	})
 	if rule.RetryAfter > 0 {
 		secs := max(int(rule.RetryAfter.Round(time.Second)/time.Second), 1)
