@@ -61,7 +61,9 @@ func TestFaultPatchAfterAlreadyExistsAnswers404(t *testing.T) {
 	fr := r.withProxy(t)
 	h := fr.proxy.Add(faultproxy.Rule{Verb: "PATCH", Path: "/apis/events.k8s.io/v1/namespaces/shop/events/" + name,
 		Action: faultproxy.Fail, Code: 404, Times: 1})
-	exp2, tel2 := fr.faultExporter(t, k8sevent.APIEventsV1, componenttest.NewNopHost())
+	// Another reporting controller: its listing does not find the object.
+	exp2, tel2 := fr.faultExporter(t, k8sevent.APIEventsV1, componenttest.NewNopHost(),
+		func(c *Config) { c.ReportingController = "k8sevents.io/other" })
 	t.Cleanup(func() { require.NoError(t, exp2.Shutdown(context.Background())) })
 	send(t, exp2, record(name, k8sevent.StateOngoing, 5, t0.Add(time.Minute)))
 	require.Eventually(t, func() bool {

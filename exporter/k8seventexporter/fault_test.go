@@ -100,8 +100,11 @@ func (r *rig) withProxy(t *testing.T) *faultRig {
 
 // faultExporter starts an exporter through the proxy with a 1 s attempt
 // timeout (a held request fails fast) and, for flush, a persistent queue.
-func (fr *faultRig) faultExporter(t *testing.T, api string, h component.Host) (exporter.Logs, *componenttest.Telemetry) {
+func (fr *faultRig) faultExporter(t *testing.T, api string, h component.Host, mutate ...func(*Config)) (exporter.Logs, *componenttest.Telemetry) {
 	return fr.outageExporter(t, h, func(c *Config) {
+		for _, m := range mutate {
+			m(c)
+		}
 		c.API = api
 		c.TimeoutConfig.Timeout = time.Second
 		c.BackOff.InitialInterval, c.BackOff.MaxInterval = 50*time.Millisecond, 500*time.Millisecond
