@@ -101,6 +101,52 @@ func queueSize(tel *componenttest.Telemetry) int64 {
 	return g.DataPoints[0].Value
 }
 
+const outageObjects, outageSteps = 100, 20
+
+func outageName(i int) string { return fmt.Sprintf("web-1.outage-%03d", i) }
+
+// outageRecord is object i's record at step: a singleton, started at 2,
+// then ongoing growing by 1+i%3.
+func outageRecord(i, step int) (k8sevent.Event, int64) {
+	at := t0.Add(time.Duration(step) * time.Second)
+	switch step {
+	case 0:
+		return record(outageName(i), k8sevent.StateSingleton, 1, at), 1
+	case 1:
+		return record(outageName(i), k8sevent.StateStarted, 2, at), 2
+	}
+	c := int64(2 + (step-1)*(1+i%3))
+	return record(outageName(i), k8sevent.StateOngoing, c, at), c
+}
+
+// outageCounts is every object's count once step is written.
+func outageCounts(step int) map[string]int32 {
+	out := map[string]int32{}
+	for i := range outageObjects {
+		_, c := outageRecord(i, step)
+		out[outageName(i)] = int32(c)
+	}
+	return out
+}
+
+// waitForCounts waits until namespace shop holds exactly the Events of
+// want, with their counts, and says how long that took.
+func (r *rig) waitForCounts(t *testing.T, want map[string]int32) time.Duration {
+	t.Helper()
+	start := time.Now()
+	var got map[string]int32
+	var n int
+	ok := assert.Eventually(t, func() bool {
+		var err error
+		got, n, err = r.eventCounts(t)
+		return err == nil && n == len(want) && maps.Equal(got, want)
+	}, 60*time.Second, 100*time.Millisecond, "every object with its count")
+	if !ok {
+		t.Fatalf("after %v: %d objects, counts %v, want %v", time.Since(start), n, got, want)
+	}
+	return time.Since(start)
+}
+
 // TestOutageLosesNothing streams 2,000 records over 100 objects and stops
 // kube-apiserver for 30 s in the middle, then again while the last record
 // of every object waits to be written (the worst moment: no later record
@@ -115,50 +161,15 @@ func TestOutageLosesNothing(t *testing.T) {
 	})
 	t.Cleanup(func() { require.NoError(t, exp.Shutdown(context.Background())) })
 
-	const objects, steps = 100, 20
-	name := func(i int) string { return fmt.Sprintf("web-1.outage-%03d", i) }
-	// Object i: a singleton, started at 2, then ongoing growing by 1+i%3.
-	rec := func(i, step int) (k8sevent.Event, int64) {
-		at := t0.Add(time.Duration(step) * time.Second)
-		switch step {
-		case 0:
-			return record(name(i), k8sevent.StateSingleton, 1, at), 1
-		case 1:
-			return record(name(i), k8sevent.StateStarted, 2, at), 2
-		}
-		c := int64(2 + (step-1)*(1+i%3))
-		return record(name(i), k8sevent.StateOngoing, c, at), c
-	}
-	countsAt := func(step int) map[string]int32 {
-		out := map[string]int32{}
-		for i := range objects {
-			_, c := rec(i, step)
-			out[name(i)] = int32(c)
-		}
-		return out
-	}
+	const objects, steps = outageObjects, outageSteps
 	sendSteps := func(from, to int, pause time.Duration) {
 		for s := from; s < to; s++ {
 			for i := range objects {
-				ev, _ := rec(i, s)
+				ev, _ := outageRecord(i, s)
 				send(t, exp, ev)
 				time.Sleep(pause)
 			}
 		}
-	}
-	waitFor := func(want map[string]int32) time.Duration {
-		start := time.Now()
-		var got map[string]int32
-		var n int
-		ok := assert.Eventually(t, func() bool {
-			var err error
-			got, n, err = r.eventCounts(t)
-			return err == nil && n == objects && maps.Equal(got, want)
-		}, 60*time.Second, 100*time.Millisecond, "every object with its count")
-		if !ok {
-			t.Fatalf("after %v: %d objects, counts %v, want %v", time.Since(start), n, got, want)
-		}
-		return time.Since(start)
 	}
 
 	begin := time.Now()
@@ -179,7 +190,7 @@ func TestOutageLosesNothing(t *testing.T) {
 	queued := queueSize(tel)
 	require.NoError(t, r.srv.StartAPIServer())
 	outage := time.Since(down)
-	drained := waitFor(countsAt(steps - 2))
+	drained := r.waitForCounts(t, outageCounts(steps-2))
 
 	// The second outage meets the last record of every object: the first
 	// one's write fails and is retried until the server is back, the others
@@ -193,7 +204,7 @@ func TestOutageLosesNothing(t *testing.T) {
 	require.Eventually(t, func() bool { return failures() >= before+3 }, 30*time.Second, 10*time.Millisecond,
 		"the last records were tried against the stopped server")
 	require.NoError(t, r.srv.StartAPIServer())
-	waitFor(countsAt(steps - 1))
+	r.waitForCounts(t, outageCounts(steps-1))
 
 	_, n, err := r.eventCounts(t)
 	require.NoError(t, err)
