@@ -3,11 +3,13 @@ package k8seventexporter // import "github.com/k8sevents/otel-k8sevents/exporter
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"go.opentelemetry.io/collector/config/configoptional"
 	"go.opentelemetry.io/collector/config/configretry"
 	"go.opentelemetry.io/collector/exporter/exporterhelper"
+	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/k8sevents/otel-k8sevents/internal/k8sclient"
 	"github.com/k8sevents/otel-k8sevents/internal/k8sevent"
@@ -85,6 +87,22 @@ func (cfg *Config) Validate() error {
 	}
 	if len(cfg.ReportingInstance) > k8sevent.MaxFieldBytes {
 		errs = append(errs, fmt.Errorf("reporting_instance: longer than %d bytes", k8sevent.MaxFieldBytes))
+	}
+	if rc := cfg.ReportingController; rc != "" {
+		// As the API server validates an Event's reportingController.
+		if msgs := validation.IsQualifiedName(rc); len(msgs) > 0 || len(rc) > k8sevent.MaxFieldBytes {
+			errs = append(errs, fmt.Errorf("reporting_controller: %q is not a qualified name of at most %d bytes (%s)",
+				rc, k8sevent.MaxFieldBytes, strings.Join(msgs, "; ")))
+		}
+	}
+	if cfg.Queue.HasValue() {
+		q := cfg.Queue.Get()
+		if q.NumConsumers > 1 {
+			errs = append(errs, fmt.Errorf("sending_queue::num_consumers: must be 1 (one object's records are written in order), have %d", q.NumConsumers))
+		}
+		if !q.BlockOnOverflow {
+			errs = append(errs, errors.New("sending_queue::block_on_overflow: must be true (a refused batch retried upstream is counted twice)"))
+		}
 	}
 	return errors.Join(errs...)
 }

@@ -7,6 +7,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/component"
+	"go.opentelemetry.io/collector/config/configoptional"
+	"go.opentelemetry.io/collector/exporter/exporterhelper"
 
 	"github.com/k8sevents/otel-k8sevents/internal/configtest"
 	"github.com/k8sevents/otel-k8sevents/internal/k8sclient"
@@ -45,7 +47,18 @@ func TestLoadConfig(t *testing.T) {
 func TestValidateNamesEveryBadKey(t *testing.T) {
 	err := loadConfig(t, "k8sevent/invalid").Validate()
 	require.Error(t, err)
-	for _, key := range []string{`auth_type: "token"`, `api: "events.k8s.io/v2"`, "qps and burst", "max_note_bytes"} {
+	for _, key := range []string{`auth_type: "token"`, `api: "events.k8s.io/v2"`, "qps and burst", "max_note_bytes",
+		`reporting_controller: "Not A/Qualified/Name"`, "sending_queue::num_consumers", "sending_queue::block_on_overflow"} {
 		assert.ErrorContains(t, err, key)
 	}
+}
+
+// TestValidateKeepsTheQueueOff: without a queue every write is synchronous
+// with its caller, which keeps each object's order.
+func TestValidateKeepsTheQueueOff(t *testing.T) {
+	cfg := createDefaultConfig()
+	cfg.Queue = configoptional.None[exporterhelper.QueueBatchConfig]()
+	require.NoError(t, cfg.Validate())
+	cfg.ReportingController = "example.com/mirror"
+	require.NoError(t, cfg.Validate())
 }

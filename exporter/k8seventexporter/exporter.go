@@ -133,7 +133,7 @@ func (e *k8seventExporter) pushOne(ctx context.Context, rl plog.ResourceLogs, lr
 }
 
 var outcomeNames = map[outcome]string{created: "created", patched: "patched",
-	createdAfter404: "created_after_404", patchedAfter409: "patched_after_409", stale: "stale", unchanged: "unchanged"}
+	createdAfter404: "created_after_404", patchedAfter409: "patched_after_409", adopted: "adopted", stale: "stale", unchanged: "unchanged"}
 
 // permanent counts a dropped record and logs it once a minute per reason.
 func (e *k8seventExporter) permanent(ctx context.Context, reason string, err error) {

@@ -113,10 +113,29 @@ func counter(t *testing.T, tel *componenttest.Telemetry, metric, attr, value str
 
 // createdOrAdopted counts the objects an exporter created, including a
 // create whose answer was lost (a timeout under load): retried, it is
-// answered AlreadyExists and patched.
+// answered AlreadyExists and adopted (patched when it holds less).
 func createdOrAdopted(t *testing.T, tel *componenttest.Telemetry) int64 {
 	return counter(t, tel, "otelcol_exporter_k8sevent_writes", "outcome", "created") +
-		counter(t, tel, "otelcol_exporter_k8sevent_writes", "outcome", "patched_after_409")
+		counter(t, tel, "otelcol_exporter_k8sevent_writes", "outcome", "patched_after_409") +
+		counter(t, tel, "otelcol_exporter_k8sevent_writes", "outcome", "adopted")
+}
+
+// apiserverRequests sums apiserver_request_total for events requests of
+// one verb whose HTTP code starts with codePrefix.
+func (r *rig) apiserverRequests(t *testing.T, verb, codePrefix string) int {
+	raw, err := r.srv.Clientset().RESTClient().Get().AbsPath("/metrics").DoRaw(context.Background())
+	require.NoError(t, err)
+	total := 0
+	for _, line := range strings.Split(string(raw), "\n") {
+		if !strings.HasPrefix(line, "apiserver_request_total{") || !strings.Contains(line, `resource="events"`) ||
+			!strings.Contains(line, `code="`+codePrefix) || !strings.Contains(line, `verb="`+verb+`"`) {
+			continue
+		}
+		var v float64
+		_, _ = fmt.Sscanf(line[strings.LastIndex(line, " ")+1:], "%g", &v)
+		total += int(v)
+	}
+	return total
 }
 
 // apiserverCount sums apiserver_request_total for events writes whose
@@ -278,22 +297,41 @@ func TestBadInputNeverReachesTheAPIServer(t *testing.T) {
 }
 
 // TestBacksOffOnRealThrottling runs against an API server whose
-// EventRateLimit admission answers 429 past 1 write/s (burst 2): the
-// exporter backs off, and in the end every Event is written.
+// EventRateLimit admission answers 429 past 1 write/s (burst 2) on core/v1
+// creates and patches: the exporter backs off, and in the end every Event
+// is written once with its exact count (a patch answered 429 is sent
+// again, not skipped as already written).
 func TestBacksOffOnRealThrottling(t *testing.T) {
 	r := newRig(t, kubetest.WithEventRateLimit(1, 2))
 	exp, tel := r.start(t, func(c *Config) { c.API = k8sevent.APICoreV1 })
-	const n = 8
+	const n = 4
+	name := func(i int) string { return fmt.Sprintf("web-1.throttled-%d", i) }
 	for i := range n {
-		send(t, exp, record(fmt.Sprintf("web-1.throttled-%d", i), k8sevent.StateSingleton, 1, t0))
+		send(t, exp, record(name(i), k8sevent.StateSingleton, 1, t0))
+	}
+	for i := range n {
+		send(t, exp, record(name(i), k8sevent.StateStarted, 2, t0.Add(time.Second)))
+	}
+	for i := range n {
+		send(t, exp, record(name(i), k8sevent.StateOngoing, int64(4+i), t0.Add(time.Minute)))
 	}
 	require.Eventually(t, func() bool {
 		l, err := r.srv.Clientset().CoreV1().Events("shop").List(context.Background(), metav1.ListOptions{})
-		return err == nil && len(l.Items) == n
-	}, 90*time.Second, 100*time.Millisecond, "every Event written in the end")
-	assert.Positive(t, counter(t, tel, "otelcol_exporter_k8sevent_retryable_failures", "reason", "throttled"), "the server did throttle")
+		if err != nil || len(l.Items) != n {
+			return false
+		}
+		for _, ev := range l.Items {
+			if ev.Name != name(int(ev.Count-4)) {
+				return false
+			}
+		}
+		return true
+	}, 90*time.Second, 100*time.Millisecond, "every Event written once, with its final count, in the end")
+	assert.Positive(t, r.apiserverRequests(t, "PATCH", "429"), "the server throttled a patch")
+	assert.Positive(t, counter(t, tel, "otelcol_exporter_k8sevent_retryable_failures", "reason", "throttled"), "the exporter saw it")
+	assert.Zero(t, counter(t, tel, "otelcol_exporter_k8sevent_writes", "outcome", "unchanged"))
 	// A create the server did but whose answer was lost (a timeout under
-	// load) is retried, answered AlreadyExists, and patched: still one object.
+	// load) is retried, answered AlreadyExists, and adopted: still one object.
 	assert.Equal(t, int64(n), createdOrAdopted(t, tel))
 }
 
@@ -354,4 +392,24 @@ func TestConcurrentPushes(t *testing.T) {
 	wg.Wait()
 	assert.Equal(t, int64(40), createdOrAdopted(t, tel))
 	assert.Equal(t, int64(40), counter(t, tel, "otelcol_exporter_k8sevent_permanent_failures", "reason", "namespace"))
+}
+
+// TestStateLastTimestampIsTheLatestOccurrence: through core/v1 the Event's
+// lastTimestamp is the latest occurrence the record states (the processor's
+// k8s.event.last_timestamp or series lastObservedTime), not the record's
+// own time, which out-of-order input can make older.
+func TestStateLastTimestampIsTheLatestOccurrence(t *testing.T) {
+	r := newRig(t)
+	exp, tel := r.start(t, func(c *Config) { c.API = k8sevent.APICoreV1 })
+	legacy := legacyRecord("web-1.last-legacy", 3, t0.Add(2*time.Minute))
+	legacy.Time = t0.Add(5 * time.Second) // the record that raised the count arrived late
+	series := record("web-1.last-series", k8sevent.StateOngoing, 4, t0.Add(3*time.Minute))
+	series.Time = t0.Add(7 * time.Second)
+	send(t, exp, legacy, series)
+	require.Eventually(t, func() bool { return createdOrAdopted(t, tel) == 2 }, 30*time.Second, 10*time.Millisecond)
+	for name, want := range map[string]time.Time{"web-1.last-legacy": t0.Add(2 * time.Minute), "web-1.last-series": t0.Add(3 * time.Minute)} {
+		got, err := r.srv.Clientset().CoreV1().Events("shop").Get(context.Background(), name, metav1.GetOptions{})
+		require.NoError(t, err)
+		assert.True(t, got.LastTimestamp.Time.Equal(want), "%s: lastTimestamp %v, want %v", name, got.LastTimestamp, want)
+	}
 }

@@ -3,6 +3,7 @@ package k8seventexporter
 import (
 	"context"
 	"fmt"
+	"maps"
 	"testing"
 	"time"
 
@@ -100,9 +101,57 @@ func queueSize(tel *componenttest.Telemetry) int64 {
 	return g.DataPoints[0].Value
 }
 
+const outageObjects, outageSteps = 100, 20
+
+func outageName(i int) string { return fmt.Sprintf("web-1.outage-%03d", i) }
+
+// outageRecord is object i's record at step: a singleton, started at 2,
+// then ongoing growing by 1+i%3.
+func outageRecord(i, step int) (k8sevent.Event, int64) {
+	at := t0.Add(time.Duration(step) * time.Second)
+	switch step {
+	case 0:
+		return record(outageName(i), k8sevent.StateSingleton, 1, at), 1
+	case 1:
+		return record(outageName(i), k8sevent.StateStarted, 2, at), 2
+	}
+	c := int64(2 + (step-1)*(1+i%3))
+	return record(outageName(i), k8sevent.StateOngoing, c, at), c
+}
+
+// outageCounts is every object's count once step is written.
+func outageCounts(step int) map[string]int32 {
+	out := map[string]int32{}
+	for i := range outageObjects {
+		_, c := outageRecord(i, step)
+		out[outageName(i)] = int32(c)
+	}
+	return out
+}
+
+// waitForCounts waits until namespace shop holds exactly the Events of
+// want, with their counts, and says how long that took.
+func (r *rig) waitForCounts(t *testing.T, want map[string]int32) time.Duration {
+	t.Helper()
+	start := time.Now()
+	var got map[string]int32
+	var n int
+	ok := assert.Eventually(t, func() bool {
+		var err error
+		got, n, err = r.eventCounts(t)
+		return err == nil && n == len(want) && maps.Equal(got, want)
+	}, 60*time.Second, 100*time.Millisecond, "every object with its count")
+	if !ok {
+		t.Fatalf("after %v: %d objects, counts %v, want %v", time.Since(start), n, got, want)
+	}
+	return time.Since(start)
+}
+
 // TestOutageLosesNothing streams 2,000 records over 100 objects and stops
-// kube-apiserver for 30 s in the middle: every object ends up written once,
-// with its final series count.
+// kube-apiserver for 30 s in the middle, then again while the last record
+// of every object waits to be written (the worst moment: no later record
+// repairs a lost count). Every object ends up written once, with its final
+// series count, and no record was skipped as already written.
 func TestOutageLosesNothing(t *testing.T) {
 	r := newRig(t)
 	exp, tel := r.outageExporter(t, componenttest.NewNopHost(), func(c *Config) {
@@ -112,36 +161,18 @@ func TestOutageLosesNothing(t *testing.T) {
 	})
 	t.Cleanup(func() { require.NoError(t, exp.Shutdown(context.Background())) })
 
-	const objects, steps = 100, 20
-	name := func(i int) string { return fmt.Sprintf("web-1.outage-%03d", i) }
-	// Object i: a singleton, started at 2, then ongoing growing by 1+i%3.
-	rec := func(i, step int) (k8sevent.Event, int64) {
-		at := t0.Add(time.Duration(step) * time.Second)
-		switch step {
-		case 0:
-			return record(name(i), k8sevent.StateSingleton, 1, at), 1
-		case 1:
-			return record(name(i), k8sevent.StateStarted, 2, at), 2
-		}
-		c := int64(2 + (step-1)*(1+i%3))
-		return record(name(i), k8sevent.StateOngoing, c, at), c
-	}
-	final := map[string]int32{}
-	for i := range objects {
-		_, c := rec(i, steps-1)
-		final[name(i)] = int32(c)
-	}
-
-	begin := time.Now()
+	const objects, steps = outageObjects, outageSteps
 	sendSteps := func(from, to int, pause time.Duration) {
 		for s := from; s < to; s++ {
 			for i := range objects {
-				ev, _ := rec(i, s)
+				ev, _ := outageRecord(i, s)
 				send(t, exp, ev)
 				time.Sleep(pause)
 			}
 		}
 	}
+
+	begin := time.Now()
 	sendSteps(0, steps/2, 0) // 1,000 records
 	firstHalf := time.Since(begin)
 	// Stop while the queue drains: every object exists, most updates are pending.
@@ -153,47 +184,45 @@ func TestOutageLosesNothing(t *testing.T) {
 
 	require.NoError(t, r.srv.StopAPIServer())
 	down := time.Now()
-	sendSteps(steps/2, steps, 25*time.Millisecond) // the other 1,000, spread over the outage
+	sendSteps(steps/2, steps-1, 25*time.Millisecond) // 900 more, spread over the outage
 	sentAll := time.Since(down)
 	time.Sleep(30*time.Second - time.Since(down))
 	queued := queueSize(tel)
 	require.NoError(t, r.srv.StartAPIServer())
-	up := time.Now()
-	outage := up.Sub(down)
+	outage := time.Since(down)
+	drained := r.waitForCounts(t, outageCounts(steps-2))
 
-	var got map[string]int32
-	var n int
-	ok := assert.Eventually(t, func() bool {
-		var err error
-		got, n, err = r.eventCounts(t)
-		if err != nil || len(got) != objects {
-			return false
-		}
-		for k, c := range final {
-			if got[k] != c {
-				return false
-			}
-		}
-		return true
-	}, 60*time.Second, 100*time.Millisecond, "every object with its final count")
-	if !ok {
-		t.Fatalf("after %v: %d objects, counts %v", time.Since(up), n, got)
+	// The second outage meets the last record of every object: the first
+	// one's write fails and is retried until the server is back, the others
+	// wait behind it.
+	failures := func() int64 {
+		return counter(t, tel, "otelcol_exporter_k8sevent_retryable_failures", "reason", "error")
 	}
-	drained := time.Since(up)
+	require.NoError(t, r.srv.StopAPIServer())
+	before := failures()
+	sendSteps(steps-1, steps, 0)
+	require.Eventually(t, func() bool { return failures() >= before+3 }, 30*time.Second, 10*time.Millisecond,
+		"the last records were tried against the stopped server")
+	require.NoError(t, r.srv.StartAPIServer())
+	r.waitForCounts(t, outageCounts(steps-1))
 
+	_, n, err := r.eventCounts(t)
+	require.NoError(t, err)
 	assert.Equal(t, objects, n, "exactly one Event object per name")
-	assert.Equal(t, final, got)
-	assert.Positive(t, counter(t, tel, "otelcol_exporter_k8sevent_retryable_failures", "reason", "error"), "the outage was seen")
+	assert.Positive(t, failures(), "the outage was seen")
 	assert.Zero(t, counter(t, tel, "otelcol_exporter_k8sevent_writes", "outcome", "stale"))
+	assert.Zero(t, counter(t, tel, "otelcol_exporter_k8sevent_writes", "outcome", "unchanged"),
+		"every record carries a new count: none may be skipped as already written")
 	assert.Zero(t, counter(t, tel, "otelcol_exporter_k8sevent_permanent_failures", "reason", "invalid"))
 	assert.Zero(t, counter(t, tel, "otelcol_exporter_k8sevent_permanent_failures", "reason", "rejected"))
-	t.Logf("first 1,000 records sent in %v, %d written before the stop; apiserver down %v (rest sent in %v, %d requests queued); "+
-		"all objects final %v after restart (created %d, patched %d, patched_after_409 %d, created_after_404 %d)",
+	t.Logf("first 1,000 records sent in %v, %d written before the stop; apiserver down %v (900 more sent in %v, %d requests queued); "+
+		"all objects current %v after restart; after the second outage (the last records) exact (created %d, patched %d, patched_after_409 %d, adopted %d, created_after_404 %d)",
 		firstHalf.Round(time.Millisecond), writtenBefore, outage.Round(time.Millisecond), sentAll.Round(time.Millisecond), queued,
 		drained.Round(time.Millisecond),
 		counter(t, tel, "otelcol_exporter_k8sevent_writes", "outcome", "created"),
 		counter(t, tel, "otelcol_exporter_k8sevent_writes", "outcome", "patched"),
 		counter(t, tel, "otelcol_exporter_k8sevent_writes", "outcome", "patched_after_409"),
+		counter(t, tel, "otelcol_exporter_k8sevent_writes", "outcome", "adopted"),
 		counter(t, tel, "otelcol_exporter_k8sevent_writes", "outcome", "created_after_404"))
 }
 
@@ -256,7 +285,5 @@ func TestPersistentQueueSurvivesRestart(t *testing.T) {
 	for i := range n {
 		assert.Contains(t, got, fmt.Sprintf("web-1.persisted-%02d", i))
 	}
-	assert.Equal(t, int64(n),
-		counter(t, telB, "otelcol_exporter_k8sevent_writes", "outcome", "created")+
-			counter(t, telB, "otelcol_exporter_k8sevent_writes", "outcome", "patched_after_409"))
+	assert.Equal(t, int64(n), createdOrAdopted(t, telB))
 }

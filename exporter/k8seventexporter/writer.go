@@ -35,30 +35,35 @@ const (
 	created outcome = iota
 	patched
 	createdAfter404  // patch answered 404 (the object expired): created
-	patchedAfter409  // create answered AlreadyExists (a retry, a restart): patched
+	patchedAfter409  // create answered AlreadyExists (a retry, a restart) with a lower count: patched
+	adopted          // create answered AlreadyExists with this count already stored: nothing to send
 	stale            // older than what was written: skipped
 	unchanged        // the count already written: nothing to send
 	droppedPermanent // the record cannot be written: counted, never retried
 )
 
 // writer turns Events into idempotent API writes: the first record of a
-// name creates, later ones patch only what changes.
+// name creates, later ones patch only what changes. Its bookkeeping follows
+// the API server: a count is remembered only once a write carrying it was
+// accepted (or read back), so a failed or unanswered write is sent again
+// when exporterhelper retries the record.
 type writer struct {
 	cs    kubernetes.Interface
 	api   string
 	cfg   *Config
+	locks keyLocks                      // one write at a time per object
 	mu    sync.Mutex                    // guards known; never held across an API call
-	known *simplelru.LRU[string, int64] // namespace/name written -> its count
+	known *simplelru.LRU[string, int64] // namespace/name -> the count the API server holds
 }
 
-// remember notes the count written for key.
+// remember notes the count the API server holds for key.
 func (w *writer) remember(key string, count int64) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.known.Add(key, count)
 }
 
-// recall is the count last written for key, if known.
+// recall is the count the API server holds for key, if known.
 func (w *writer) recall(key string) (int64, bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -74,29 +79,33 @@ func newWriter(cs kubernetes.Interface, api string, cfg *Config) *writer {
 // before (a restart), so that a record for one of them patches it instead
 // of trying to create a twin: the "reconstruct activeSeries from a list" of
 // the events redesign. Both APIs share storage; core/v1 lists by
-// reportingComponent.
+// reportingComponent. With a namespaces allowlist it lists each namespace
+// (a Role per namespace is enough), else the whole cluster.
 func (w *writer) learn(ctx context.Context, controller string, pageSize int64) (int, error) {
-	opts := metav1.ListOptions{FieldSelector: "reportingComponent=" + controller, Limit: pageSize}
-	n := 0
-	for {
-		l, err := w.cs.CoreV1().Events("").List(ctx, opts)
-		if err != nil {
-			return n, fmt.Errorf("list events of %s: %w", controller, err)
-		}
-		for i := range l.Items {
-			ev := &l.Items[i]
-			count := int64(ev.Count)
-			if ev.Series != nil {
-				count = int64(ev.Series.Count)
-			}
-			w.remember(ev.Namespace+"/"+ev.Name, max(count, 1))
-			n++
-		}
-		if l.Continue == "" {
-			return n, nil
-		}
-		opts.Continue = l.Continue
+	namespaces := w.cfg.Namespaces
+	if len(namespaces) == 0 {
+		namespaces = []string{metav1.NamespaceAll}
 	}
+	n := 0
+	for _, ns := range namespaces {
+		opts := metav1.ListOptions{FieldSelector: "reportingComponent=" + controller, Limit: pageSize}
+		for {
+			l, err := w.cs.CoreV1().Events(ns).List(ctx, opts)
+			if err != nil {
+				return n, fmt.Errorf("list events of %s in namespace %q: %w", controller, ns, err)
+			}
+			for i := range l.Items {
+				ev := k8sevent.FromCoreV1(&l.Items[i])
+				w.remember(l.Items[i].Namespace+"/"+l.Items[i].Name, ev.Occurrences())
+				n++
+			}
+			if l.Continue == "" {
+				break
+			}
+			opts.Continue = l.Continue
+		}
+	}
+	return n, nil
 }
 
 // prepare repairs and completes ev for the API, or says why it cannot be
@@ -129,6 +138,15 @@ func (w *writer) prepare(ev *k8sevent.Event, instance string) error {
 		ev.Name = k8sevent.GenerateName(ev.Regarding.Name, ev.FirstTime(), ev.Reason+"\x00"+ev.Regarding.UID+"\x00"+ev.UID)
 	}
 	ev.EventTime = ev.FirstTime()
+	if w.api == k8sevent.APIEventsV1 && ev.SeriesCount == 0 && ev.Count >= 2 {
+		// A count without a series (mode: legacy, an app's count):
+		// events.k8s.io/v1 has no writable count but the series, which both
+		// APIs and both kubectl commands show.
+		ev.SeriesCount, ev.SeriesLastObservedTime = ev.Count, ev.LastTimestamp
+		if ev.SeriesLastObservedTime.IsZero() {
+			ev.SeriesLastObservedTime = ev.Time
+		}
+	}
 	if ev.SeriesCount == 1 {
 		ev.SeriesCount = 0 // the API server rejects a series below 2
 	}
@@ -140,7 +158,7 @@ func (w *writer) prepare(ev *k8sevent.Event, instance string) error {
 		if ev.FirstTimestamp.IsZero() {
 			ev.FirstTimestamp = ev.FirstTime()
 		}
-		ev.LastTimestamp = ev.Time
+		ev.LastTimestamp = lastSeen(ev)
 		ev.EventTime, ev.SeriesCount = time.Time{}, 0 // legacy fields only: no strict validation
 		if ev.SourceComponent == "" {
 			ev.SourceComponent = ev.ReportingController
@@ -149,42 +167,99 @@ func (w *writer) prepare(ev *k8sevent.Event, instance string) error {
 	if err := k8sevent.Validate(ev, w.api); err != nil {
 		return consumererror.NewPermanent(fmt.Errorf("event %s/%s would be rejected: %w", ns, ev.Name, err))
 	}
+	if err := checkSize(ev, w.api); err != nil {
+		return consumererror.NewPermanent(fmt.Errorf("event %s/%s too large: %w", ns, ev.Name, err))
+	}
 	return nil
 }
 
-// write makes the API write for a prepared Event.
+// count is the occurrences a prepared Event states in the chosen API.
+func (w *writer) count(ev *k8sevent.Event) int64 {
+	if w.api == k8sevent.APICoreV1 {
+		return max(ev.Count, 1)
+	}
+	return max(ev.SeriesCount, 1)
+}
+
+// write makes the API write for a prepared Event. Every path is safe to
+// retry: nothing is remembered until the API server accepted it, a create
+// that meets an existing object reads it and never lowers its count, and
+// the writes of one object never interleave.
 func (w *writer) write(ctx context.Context, ev *k8sevent.Event) (outcome, error) {
-	key, count := ev.ObjectNamespace()+"/"+ev.Name, max(ev.Count, ev.SeriesCount, 1)
-	if last, ok := w.recall(key); ok {
-		if count < last {
-			return stale, nil // an older record after a newer one: never lower a count
-		}
-		if count == last {
-			// The same occurrences as the last write (a shutdown flush or a
-			// finish after it, a replayed queue): the patch would change
-			// nothing, and an unchanged patch does not even refresh the TTL.
-			return unchanged, nil
-		}
+	key, count := ev.ObjectNamespace()+"/"+ev.Name, w.count(ev)
+	unlock := w.locks.lock(key)
+	defer unlock()
+	last, ok := w.recall(key)
+	switch {
+	case !ok:
+		return w.createOrAdopt(ctx, key, ev, count)
+	case count < last:
+		return stale, nil // an older record after a newer one: never lower a count
+	case count == last:
+		// The same occurrences as the last write (a shutdown flush or a
+		// finish after it, a replayed queue): the patch would change
+		// nothing, and an unchanged patch does not even refresh the TTL.
+		return unchanged, nil
+	}
+	sent, err := w.patch(ctx, ev)
+	switch {
+	case err == nil && !sent:
+		return unchanged, nil
+	case err == nil:
 		w.remember(key, count)
-		err := w.patch(ctx, ev)
-		if apierrors.IsNotFound(err) {
-			if err = w.create(ctx, ev); err == nil {
-				return createdAfter404, nil
-			}
-		}
+		return patched, nil
+	case !apierrors.IsNotFound(err):
 		return patched, w.classify(err, "patch", ev)
 	}
-	err := w.create(ctx, ev)
-	if apierrors.IsAlreadyExists(err) {
-		if err = w.patch(ctx, ev); err == nil {
-			w.remember(key, count)
-			return patchedAfter409, nil
-		}
-	}
-	if err == nil {
+	// The object expired (its TTL): create it again.
+	switch err = w.create(ctx, ev); {
+	case err == nil:
 		w.remember(key, count)
+		return createdAfter404, nil
+	case apierrors.IsAlreadyExists(err):
+		return w.adopt(ctx, key, ev, count)
+	}
+	return createdAfter404, w.classify(err, "create", ev)
+}
+
+// createOrAdopt writes an object this writer does not know.
+func (w *writer) createOrAdopt(ctx context.Context, key string, ev *k8sevent.Event, count int64) (outcome, error) {
+	err := w.create(ctx, ev)
+	switch {
+	case err == nil:
+		w.remember(key, count)
+		return created, nil
+	case apierrors.IsAlreadyExists(err):
+		return w.adopt(ctx, key, ev, count)
 	}
 	return created, w.classify(err, "create", ev)
+}
+
+// adopt takes over an object that exists although this writer does not
+// know it (its own create whose answer was lost, a restart without the
+// listing, another writer): it reads the stored count and patches only a
+// higher one.
+func (w *writer) adopt(ctx context.Context, key string, ev *k8sevent.Event, count int64) (outcome, error) {
+	got, err := w.cs.CoreV1().Events(ev.ObjectNamespace()).Get(ctx, ev.Name, metav1.GetOptions{})
+	if err != nil {
+		// A 404 here: it expired since the create; the retry creates it.
+		return patchedAfter409, w.classify(err, "read", ev)
+	}
+	stored := k8sevent.FromCoreV1(got)
+	switch have := stored.Occurrences(); {
+	case have > count:
+		w.remember(key, have)
+		return stale, nil
+	case have == count:
+		w.remember(key, have)
+		return adopted, nil
+	}
+	if _, err := w.patch(ctx, ev); err != nil {
+		// A 404 here: it expired since the read; the retry creates it.
+		return patchedAfter409, w.classify(err, "patch", ev)
+	}
+	w.remember(key, count)
+	return patchedAfter409, nil
 }
 
 func (w *writer) create(ctx context.Context, ev *k8sevent.Event) error {
@@ -200,14 +275,15 @@ func (w *writer) create(ctx context.Context, ev *k8sevent.Event) error {
 	return err
 }
 
-// patch writes only what changes between records of one object.
-func (w *writer) patch(ctx context.Context, ev *k8sevent.Event) error {
+// patch writes only what changes between records of one object; sent is
+// false when nothing does (an events.k8s.io singleton).
+func (w *writer) patch(ctx context.Context, ev *k8sevent.Event) (sent bool, err error) {
 	var body map[string]any
 	if w.api == k8sevent.APICoreV1 {
 		body = map[string]any{"count": ev.Count, "lastTimestamp": metav1.NewTime(ev.LastTimestamp), "message": ev.Note}
 	} else {
 		if ev.SeriesCount == 0 {
-			return nil // a singleton again: nothing changes
+			return false, nil // a singleton again: nothing changes
 		}
 		body = map[string]any{"series": map[string]any{
 			"count": ev.SeriesCount, "lastObservedTime": metav1.NewMicroTime(ev.SeriesLastObservedTime),
@@ -215,7 +291,7 @@ func (w *writer) patch(ctx context.Context, ev *k8sevent.Event) error {
 	}
 	data, err := json.Marshal(body)
 	if err != nil {
-		return fmt.Errorf("patch body: %w", err)
+		return false, fmt.Errorf("patch body: %w", err)
 	}
 	ns := ev.ObjectNamespace()
 	if w.api == k8sevent.APICoreV1 {
@@ -223,11 +299,13 @@ func (w *writer) patch(ctx context.Context, ev *k8sevent.Event) error {
 	} else {
 		_, err = w.cs.EventsV1().Events(ns).Patch(ctx, ev.Name, types.MergePatchType, data, metav1.PatchOptions{})
 	}
-	return err
+	return true, err
 }
 
-// classify decides what a failed write means: retry later (honouring
-// Retry-After on 429), or drop for good.
+// classify decides what a failed request means: retry later (honouring
+// Retry-After on 429), or drop for good. Only a create's 404 is permanent
+// (the namespace is gone); a patch's or a read's 404 means the object
+// expired, and the retry creates it.
 func (w *writer) classify(err error, verb string, ev *k8sevent.Event) error {
 	if err == nil {
 		return nil
@@ -239,9 +317,25 @@ func (w *writer) classify(err error, verb string, ev *k8sevent.Event) error {
 			return exporterhelper.NewThrottleRetry(err, time.Duration(delay)*time.Second)
 		}
 		return err // exporterhelper's exponential backoff
-	case apierrors.IsBadRequest(err), apierrors.IsForbidden(err), apierrors.IsInvalid(err),
+	case apierrors.IsBadRequest(err), apierrors.IsForbidden(err), apierrors.IsInvalid(err), tooLarge(err),
 		apierrors.IsNotFound(err) && verb == "create", apierrors.IsMethodNotSupported(err):
 		return consumererror.NewPermanent(err)
 	}
 	return err // 5xx, timeouts, connection refused: exporterhelper retries
+}
+
+// lastSeen is the latest occurrence a record states: the processor's
+// k8s.event.last_timestamp (legacy mode) or series lastObservedTime, which
+// never move backwards; the record's own time only when it states neither
+// (with out-of-order input, it may be older than an occurrence already
+// written).
+func lastSeen(ev *k8sevent.Event) time.Time {
+	last := ev.LastTimestamp
+	if ev.SeriesLastObservedTime.After(last) {
+		last = ev.SeriesLastObservedTime
+	}
+	if last.IsZero() {
+		return ev.Time
+	}
+	return last
 }
