@@ -247,11 +247,14 @@ func procRecordsOut(m collectorproc.Metrics) float64 {
 	return m.Sum("otelcol_processor_eventseries_records_out")
 }
 
-// expWrites is the exporter's count of successful writes (stale
-// records make no request).
+// expWrites is the exporter's count of successful writes (stale,
+// unchanged and adopted records make no write).
 func expWrites(m collectorproc.Metrics) float64 {
-	return m.Sum("otelcol_exporter_k8sevent_writes") - m.Sum("otelcol_exporter_k8sevent_writes", "outcome=stale") -
-		m.Sum("otelcol_exporter_k8sevent_writes", "outcome=unchanged")
+	w := m.Sum("otelcol_exporter_k8sevent_writes")
+	for _, o := range []string{"stale", "unchanged", "adopted"} {
+		w -= m.Sum("otelcol_exporter_k8sevent_writes", "outcome="+o)
+	}
+	return w
 }
 
 // changingRecords is how many golden records carry a count their name has

@@ -64,12 +64,20 @@ func createDefaultConfig() *Config {
 // higher one), and the QPS cap, not concurrency, bounds the write rate. A
 // full queue blocks instead of refusing: a refused batch goes back upstream,
 // and a sender that retries it has the processor count its occurrences twice.
+// It is sized in bytes, not requests: a request may hold a few records or
+// thousands, and hostile ones megabytes (1,000 requests held 9 GB).
 func defaultQueue() exporterhelper.QueueBatchConfig {
 	q := exporterhelper.NewDefaultQueueConfig()
 	q.NumConsumers = 1
 	q.BlockOnOverflow = true
+	q.Sizer = exporterhelper.RequestSizerTypeBytes
+	q.QueueSize = defaultQueueBytes
 	return q
 }
+
+// defaultQueueBytes holds about 20,000 ordinary Event records (about 1.5 KB
+// each as protobuf).
+const defaultQueueBytes = 32 << 20
 
 // Validate checks the configuration.
 func (cfg *Config) Validate() error {
