@@ -88,8 +88,8 @@ type Options struct {
 	Fallback      record.EventRecorder
 	FallbackAfter time.Duration
 
-	// ErrorHandler is told about export failures (at most once per failed
-	// batch); default: none.
+	// ErrorHandler is told about every failed export request (each is
+	// retried); default: none.
 	ErrorHandler func(error)
 }
 
