@@ -2,6 +2,9 @@ package recorder
 
 import (
 	"context"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -170,4 +173,71 @@ func equalMaps(a, b map[string]string) bool {
 		}
 	}
 	return true
+}
+
+// contractTableKeys reads the attribute keys of the log-record contract
+// table in the repository's README.md: each backticked key of a row, where
+// ".name" continues the key before it (`k8s.event.related.kind`, `.name`).
+func contractTableKeys(t *testing.T) map[string]bool {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join("..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, ok := strings.Cut(string(raw), "## The log-record contract")
+	if !ok {
+		t.Fatal("README.md has no contract section")
+	}
+	section, _, _ = strings.Cut(section, "\n## ")
+	keys := map[string]bool{}
+	for _, line := range strings.Split(section, "\n") {
+		if !strings.HasPrefix(line, "|") {
+			continue
+		}
+		prefix := ""
+		for i, part := range strings.Split(line, "`") {
+			if i%2 == 0 {
+				continue
+			}
+			if strings.HasPrefix(part, ".") && prefix != "" {
+				part = prefix + part
+			} else if dot := strings.LastIndex(part, "."); dot > 0 {
+				prefix = part[:dot]
+			}
+			keys[part] = true
+		}
+	}
+	return keys
+}
+
+// TestRecordsCarryOnlyContractKeys: every attribute a record can carry
+// (both recorders, related object, source host) is a key of the README's
+// contract table, but the annotations, which the codec passes by.
+func TestRecordsCarryOnlyContractKeys(t *testing.T) {
+	table := contractTableKeys(t)
+	exp := &memExporter{}
+	r := newTestRecorder(t, exp, func(o *Options) { o.SourceHost = "node-1" })
+	pod := testPod("p")
+	rel := &corev1.ObjectReference{Kind: "Node", Name: "node-1", Namespace: "x", UID: "u", APIVersion: "v1", FieldPath: "f", ResourceVersion: "9"}
+	podRef := &corev1.ObjectReference{Kind: "Pod", Namespace: "shop", Name: "p", UID: "u", APIVersion: "v1", FieldPath: "spec.containers{c}", ResourceVersion: "1"}
+	r.LegacyRecorder(nil, "").AnnotatedEventf(podRef, map[string]string{"a": "b"}, corev1.EventTypeNormal, "R", "n")
+	r.EventsRecorder(nil, "").Eventf(pod, rel, corev1.EventTypeWarning, "R", "A", "n")
+	if err := r.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	seen := 0
+	for _, rec := range exp.got() {
+		for k := range attrs(&rec) {
+			if strings.HasPrefix(k, AnnotationPrefix) {
+				continue
+			}
+			seen++
+			if !table[k] {
+				t.Errorf("attribute %q is not in README.md's contract table", k)
+			}
+		}
+	}
+	if seen < 25 || !table["k8s.event.related.resource_version"] {
+		t.Fatalf("%d attributes checked, table keys %v: the check would be empty", seen, table)
+	}
 }
