@@ -110,13 +110,15 @@ func TestOutageBuffersRetriesAndDelivers(t *testing.T) {
 }
 
 // TestShutdownDeadlineCountsLost: a collector down past Shutdown's context
-// leaves the queued events lost, counted and reported.
+// leaves the queued events lost, counted and reported; Shutdown returns
+// although the worker was in the middle of retrying.
 func TestShutdownDeadlineCountsLost(t *testing.T) {
 	exp := &memExporter{fail: true}
 	r := newTestRecorder(t, exp, nil)
 	for i := range 25 {
 		r.LegacyRecorder(nil, "").Eventf(testPod("p"), corev1.EventTypeNormal, "Pulled", "%d", i)
 	}
+	waitFor(t, func() bool { return r.Stats().Failures >= 2 })
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	err := r.Shutdown(ctx)

@@ -119,8 +119,13 @@ type Recorder struct {
 
 	closeMu sync.RWMutex // held for reading while a call enqueues, for writing to close
 	closed  bool
-	stopReq chan context.Context // Shutdown's context to the worker
-	done    chan struct{}        // closed when the worker has returned
+	// stopping is closed by Shutdown: the worker drains the queue without
+	// waiting for batches to fill. cancel ends its exports and retries when
+	// Shutdown's context ends. done is closed when the worker has returned.
+	stopping chan struct{}
+	ctx      context.Context
+	cancel   context.CancelFunc
+	done     chan struct{}
 
 	calls, accepted, dropped, invalid atomic.Int64
 	sent, fellBack, lost, failures    atomic.Int64
@@ -144,9 +149,10 @@ func New(ctx context.Context, opts Options) (*Recorder, error) {
 	}
 	r := &Recorder{
 		opts: opts, queue: make(chan entry, opts.QueueSize), exporter: exp,
-		enc:     newEncoder(opts.Resource),
-		stopReq: make(chan context.Context, 1), done: make(chan struct{}),
+		enc:      newEncoder(opts.Resource),
+		stopping: make(chan struct{}), done: make(chan struct{}),
 	}
+	r.ctx, r.cancel = context.WithCancel(context.Background())
 	go r.run()
 	return r, nil
 }
@@ -240,8 +246,14 @@ func (r *Recorder) Shutdown(ctx context.Context) error {
 		r.closeMu.Lock()
 		r.closed = true
 		r.closeMu.Unlock()
-		r.stopReq <- ctx
-		<-r.done
+		close(r.stopping)
+		select {
+		case <-r.done:
+		case <-ctx.Done():
+			r.cancel() // the worker counts what is left as lost and returns
+			<-r.done
+		}
+		r.cancel()
 		err := r.exporter.Shutdown(ctx)
 		if lost := r.lost.Load(); lost > 0 {
 			err = errors.Join(fmt.Errorf("recorder shutdown: %d events not exported", lost), err)

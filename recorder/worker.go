@@ -15,9 +15,7 @@ import (
 // and counted: memory stays bounded, the caller never waits.
 func (r *Recorder) run() {
 	defer close(r.done)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	w := &worker{r: r, ctx: ctx, batch: make([]entry, 0, r.opts.MaxBatch)}
+	w := &worker{r: r, batch: make([]entry, 0, r.opts.MaxBatch)}
 	for {
 		stopping := w.fill()
 		if len(w.batch) > 0 {
@@ -31,71 +29,57 @@ func (r *Recorder) run() {
 
 // worker is the state of run.
 type worker struct {
-	r        *Recorder
-	ctx      context.Context // cancelled when Shutdown's context ends
-	stopping bool
-	batch    []entry
-	records  []sdklog.Record
+	r       *Recorder
+	batch   []entry
+	records []sdklog.Record
 	// downSince is when the first of the current run of failed exports
 	// happened; zero while exports succeed.
 	downSince time.Time
 }
 
 // fill takes the next batch: it waits for a first entry, then up to
-// BatchDelay for the batch to fill. It reports whether Shutdown was asked.
+// BatchDelay for the batch to fill; once Shutdown was called it takes what
+// is queued without waiting. It reports whether Shutdown was called.
 func (w *worker) fill() bool {
-	w.batch = w.batch[:0]
 	r := w.r
-	if !w.stopping {
-		select {
-		case e := <-r.queue:
-			w.batch = append(w.batch, e)
-		case ctx := <-r.stopReq:
-			w.stop(ctx)
-		}
+	w.batch = w.batch[:0]
+	select {
+	case e := <-r.queue:
+		w.batch = append(w.batch, e)
+	case <-r.stopping:
 	}
-	var linger <-chan time.Time
-	if !w.stopping {
-		t := time.NewTimer(r.opts.BatchDelay)
-		defer t.Stop()
-		linger = t.C
-	}
+	linger := time.NewTimer(r.opts.BatchDelay)
+	defer linger.Stop()
+	stopping := r.stopping
 	for len(w.batch) < r.opts.MaxBatch {
-		if w.stopping { // drain without waiting
-			select {
-			case e := <-r.queue:
-				w.batch = append(w.batch, e)
-				continue
-			default:
-				return true
-			}
+		select {
+		case e := <-r.queue:
+			w.batch = append(w.batch, e)
+			continue
+		default:
+		}
+		if stopping == nil { // Shutdown: nothing more to wait for
+			return true
 		}
 		select {
 		case e := <-r.queue:
 			w.batch = append(w.batch, e)
-		case ctx := <-r.stopReq:
-			w.stop(ctx)
-		case <-linger:
-			return false
+		case <-stopping:
+			stopping = nil
+		case <-linger.C:
+			return isClosed(r.stopping)
 		}
 	}
-	return w.stopping
+	return isClosed(r.stopping)
 }
 
-// stop switches to draining: from now on, exports and retries end when
-// Shutdown's context does.
-func (w *worker) stop(ctx context.Context) {
-	w.stopping = true
-	inner, cancel := context.WithCancel(w.ctx)
-	w.ctx = inner
-	// One goroutine for the Recorder's lifetime end, not per call.
-	go func() {
-		select {
-		case <-ctx.Done():
-		case <-w.r.done:
-		}
-		cancel()
-	}()
+func isClosed(c chan struct{}) bool {
+	select {
+	case <-c:
+		return true
+	default:
+		return false
+	}
 }
 
 // deliver exports the batch, retrying with backoff; it returns when the
@@ -132,7 +116,7 @@ func (w *worker) deliver() {
 }
 
 func (w *worker) export() error {
-	ctx, cancel := context.WithTimeout(w.ctx, w.r.opts.ExportTimeout)
+	ctx, cancel := context.WithTimeout(w.r.ctx, w.r.opts.ExportTimeout)
 	defer cancel()
 	if err := w.r.exporter.Export(ctx, w.records); err != nil {
 		return err
@@ -140,15 +124,15 @@ func (w *worker) export() error {
 	return nil
 }
 
-// sleep waits d; false when the worker's context ended first.
+// sleep waits d; false when Shutdown's context ended first.
 func (w *worker) sleep(d time.Duration) bool {
-	if w.ctx.Err() != nil {
+	if w.r.ctx.Err() != nil {
 		return false
 	}
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
-	case <-w.ctx.Done():
+	case <-w.r.ctx.Done():
 		return false
 	case <-t.C:
 		return true
