@@ -130,6 +130,41 @@ func TestRecorderStorm(t *testing.T) {
 		oursOutage.Stats.Failures, oursOutage.Stats.MaxQueue, oursOutage.StartGoroutine, oursOutage.PeakGoroutines, ours.StartGoroutine, ours.PeakGoroutines)
 }
 
+// TestRecorderFallback is the option of item 2 for operators who want no
+// Event lost while the collector is down: with nothing listening on the
+// OTLP port and a fallback to client-go's own tools/record recorder after
+// 1 s, the example's storm (the first 2 minutes of crashloop, at full
+// speed) goes straight to the API server; every (object, reason) pair is
+// there, and the recorder counts every event as handed over.
+func TestRecorderFallback(t *testing.T) {
+	example := buildExample(t)
+	require.NotEmpty(t, example, "recorder/example did not build")
+	srv := kubetest.Start(t)
+	cs := srv.Clientset()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	occs := stormWindow(t, "crashloop", 2*time.Minute)
+	require.NoError(t, stormsend.EnsureNamespaces(ctx, cs, occs))
+	const controller = "example.com/crashloop-fallback"
+	s, err := runExample(ctx, example, freePort(t), len(occs), "-speed", "0", "-controller", controller,
+		"-fallback-kubeconfig", srv.Kubeconfig(t), "-fallback-after", "1s", "-fallback-settle", "5s")
+	require.NoError(t, err)
+	assert.Equal(t, int64(len(occs)), s.Stats.FellBack, "every event handed to client-go's recorder")
+	assert.Zero(t, s.Stats.Sent+s.Stats.Dropped+s.Stats.Lost, "none sent to the absent collector, dropped or lost")
+	assert.Positive(t, s.Stats.Failures)
+
+	truth := truthTally(occs)
+	var got eventTally
+	eventually(t, 30*time.Second, func() (bool, string) {
+		got = tallyOf(ctx, t, cs, controller)
+		return len(got.Pairs) == len(truth.Pairs), fmt.Sprintf("%d of %d pairs on the server", len(got.Pairs), len(truth.Pairs))
+	})
+	for p := range truth.Pairs {
+		assert.Positive(t, got.Pairs[p], "pair %v on the server", p)
+	}
+	logRecorderTable(t, truth, []recorderRow{{"ours → fallback tools/record (no collector)", got, -1}})
+}
+
 // assertNeverHurt checks what the recorder promises the app: the whole
 // storm emitted and sent, nothing dropped, lost or refused, no goroutine
 // per call; and that the outage run did meet the outage (failed exports
@@ -190,12 +225,14 @@ func requireSameStorm(t *testing.T, example string, occs []storm.Occurrence) {
 	require.Equal(t, occs, got, "recorder/example's storm")
 }
 
-// runExample runs the example against a collector's OTLP gRPC port.
-func runExample(ctx context.Context, example string, port, count int) (exampleSummary, error) {
+// runExample runs the example against a collector's OTLP gRPC port;
+// extra flags override the test's defaults.
+func runExample(ctx context.Context, example string, port, count int, extra ...string) (exampleSummary, error) {
 	var s exampleSummary
-	cmd := exec.CommandContext(ctx, example, "-endpoint", fmt.Sprintf("127.0.0.1:%d", port), "-protocol", "grpc", "-insecure",
+	args := append([]string{"-endpoint", fmt.Sprintf("127.0.0.1:%d", port), "-protocol", "grpc", "-insecure",
 		"-speed", fmt.Sprint(recorderSpeed), "-count", fmt.Sprint(count), "-duration", recorderRunsMax.String(),
-		"-instance", "example-0", "-shutdown-timeout", "60s")
+		"-instance", "example-0", "-shutdown-timeout", "60s"}, extra...)
+	cmd := exec.CommandContext(ctx, example, args...)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()

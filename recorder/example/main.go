@@ -25,7 +25,12 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/client-go/tools/record"
 
 	"github.com/k8sevents/otel-k8sevents/recorder"
 )
@@ -33,6 +38,8 @@ import (
 type flags struct {
 	endpoint, protocol, controller, instance string
 	insecure, print                          bool
+	fallbackKubeconfig                       string
+	fallbackAfter, fallbackSettle            time.Duration
 	speed                                    float64
 	count, queue                             int
 	duration, shutdownTimeout                time.Duration
@@ -51,6 +58,9 @@ func parseFlags() flags {
 	flag.IntVar(&f.queue, "queue", 0, "recorder queue size (0: the default, 10,000)")
 	flag.DurationVar(&f.shutdownTimeout, "shutdown-timeout", time.Minute, "how long Shutdown may retry to deliver what is queued")
 	flag.BoolVar(&f.print, "print", false, "print the storm as JSON lines and exit")
+	flag.StringVar(&f.fallbackKubeconfig, "fallback-kubeconfig", "", "kubeconfig of an API server to write to through client-go's tools/record once the collector has been unreachable for -fallback-after (default: no fallback)")
+	flag.DurationVar(&f.fallbackAfter, "fallback-after", 30*time.Second, "how long the collector may be unreachable before the fallback takes over")
+	flag.DurationVar(&f.fallbackSettle, "fallback-settle", 5*time.Second, "how long to stay up after shutdown for client-go's fallback recorder to finish its writes")
 	flag.Parse()
 	return f
 }
@@ -82,11 +92,20 @@ func main() {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	rec, err := recorder.New(ctx, recorder.Options{
+	opts := recorder.Options{
 		ReportingController: f.controller, ReportingInstance: f.instance,
 		Endpoint: f.endpoint, Protocol: f.protocol, Insecure: f.insecure, QueueSize: f.queue,
 		ErrorHandler: rateLimitedLog(),
-	})
+	}
+	var fallback record.EventBroadcaster
+	if f.fallbackKubeconfig != "" {
+		var err error
+		if fallback, opts.Fallback, err = fallbackRecorder(f.fallbackKubeconfig, f.controller); err != nil {
+			fail(err)
+		}
+		opts.FallbackAfter = f.fallbackAfter
+	}
+	rec, err := recorder.New(ctx, opts)
 	if err != nil {
 		fail(err)
 	}
@@ -99,6 +118,11 @@ func main() {
 		s.ShutdownError = err.Error()
 	}
 	s.Elapsed, s.Stats = time.Since(start).Round(time.Millisecond).String(), rec.Stats()
+	if fallback != nil {
+		// tools/record writes asynchronously and its Shutdown does not wait.
+		time.Sleep(f.fallbackSettle)
+		fallback.Shutdown()
+	}
 	if err := json.NewEncoder(os.Stdout).Encode(&s); err != nil {
 		fail(err)
 	}
@@ -137,6 +161,22 @@ func emit(ctx context.Context, events events.EventRecorder, storm []occurrence, 
 		}
 	}
 	return len(storm), peak
+}
+
+// fallbackRecorder is client-go's own tools/record recorder writing to
+// the API server of kubeconfig: what the app used before the pipeline.
+func fallbackRecorder(kubeconfig, controller string) (record.EventBroadcaster, record.EventRecorder, error) {
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		return nil, nil, fmt.Errorf("fallback kubeconfig: %w", err)
+	}
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, nil, fmt.Errorf("fallback client: %w", err)
+	}
+	b := record.NewBroadcaster()
+	b.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: cs.CoreV1().Events("")})
+	return b, b.NewRecorder(scheme.Scheme, corev1.EventSource{Component: controller}), nil
 }
 
 func wait(ctx context.Context, at time.Time) error {
