@@ -25,12 +25,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/kubernetes/scheme"
-	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
-	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/client-go/tools/events"
-	"k8s.io/client-go/tools/record"
 
 	"github.com/k8sevents/otel-k8sevents/recorder"
 )
@@ -60,7 +55,7 @@ func parseFlags() flags {
 	flag.BoolVar(&f.print, "print", false, "print the storm as JSON lines and exit")
 	flag.StringVar(&f.fallbackKubeconfig, "fallback-kubeconfig", "", "kubeconfig of an API server to write to through client-go's tools/record once the collector has been unreachable for -fallback-after (default: no fallback)")
 	flag.DurationVar(&f.fallbackAfter, "fallback-after", 30*time.Second, "how long the collector may be unreachable before the fallback takes over")
-	flag.DurationVar(&f.fallbackSettle, "fallback-settle", 5*time.Second, "how long to stay up after shutdown for client-go's fallback recorder to finish its writes")
+	flag.DurationVar(&f.fallbackSettle, "fallback-settle", time.Minute, "at most how long to wait after shutdown for client-go's fallback recorder to finish its writes")
 	flag.Parse()
 	return f
 }
@@ -97,13 +92,13 @@ func main() {
 		Endpoint: f.endpoint, Protocol: f.protocol, Insecure: f.insecure, QueueSize: f.queue,
 		ErrorHandler: rateLimitedLog(),
 	}
-	var fallback record.EventBroadcaster
+	var fb *fallback
 	if f.fallbackKubeconfig != "" {
 		var err error
-		if fallback, opts.Fallback, err = fallbackRecorder(f.fallbackKubeconfig, f.controller); err != nil {
+		if fb, err = newFallback(f.fallbackKubeconfig, f.controller); err != nil {
 			fail(err)
 		}
-		opts.FallbackAfter = f.fallbackAfter
+		opts.Fallback, opts.FallbackAfter = fb.recorder, f.fallbackAfter
 	}
 	rec, err := recorder.New(ctx, opts)
 	if err != nil {
@@ -118,10 +113,8 @@ func main() {
 		s.ShutdownError = err.Error()
 	}
 	s.Elapsed, s.Stats = time.Since(start).Round(time.Millisecond).String(), rec.Stats()
-	if fallback != nil {
-		// tools/record writes asynchronously and its Shutdown does not wait.
-		time.Sleep(f.fallbackSettle)
-		fallback.Shutdown()
+	if fb != nil {
+		fb.settle(f.fallbackSettle)
 	}
 	if err := json.NewEncoder(os.Stdout).Encode(&s); err != nil {
 		fail(err)
@@ -161,22 +154,6 @@ func emit(ctx context.Context, events events.EventRecorder, storm []occurrence, 
 		}
 	}
 	return len(storm), peak
-}
-
-// fallbackRecorder is client-go's own tools/record recorder writing to
-// the API server of kubeconfig: what the app used before the pipeline.
-func fallbackRecorder(kubeconfig, controller string) (record.EventBroadcaster, record.EventRecorder, error) {
-	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
-	if err != nil {
-		return nil, nil, fmt.Errorf("fallback kubeconfig: %w", err)
-	}
-	cs, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		return nil, nil, fmt.Errorf("fallback client: %w", err)
-	}
-	b := record.NewBroadcaster()
-	b.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: cs.CoreV1().Events("")})
-	return b, b.NewRecorder(scheme.Scheme, corev1.EventSource{Component: controller}), nil
 }
 
 func wait(ctx context.Context, at time.Time) error {
