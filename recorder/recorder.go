@@ -113,6 +113,7 @@ type Stats struct {
 // EventRecorder, EventsRecorder and the controller-runtime Provider methods.
 type Recorder struct {
 	opts     Options
+	now      func() time.Time // the clock calls are stamped with; a test's fixed one for golden output
 	queue    chan entry
 	exporter sdklog.Exporter
 	enc      *encoder
@@ -148,7 +149,7 @@ func New(ctx context.Context, opts Options) (*Recorder, error) {
 		}
 	}
 	r := &Recorder{
-		opts: opts, queue: make(chan entry, opts.QueueSize), exporter: exp,
+		opts: opts, now: time.Now, queue: make(chan entry, opts.QueueSize), exporter: exp,
 		enc:      newEncoder(opts.Resource),
 		stopping: make(chan struct{}), done: make(chan struct{}),
 	}
