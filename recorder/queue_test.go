@@ -6,6 +6,7 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+	"time"
 
 	crrecorder "sigs.k8s.io/controller-runtime/pkg/recorder"
 
@@ -156,14 +157,13 @@ func TestFallbackTakesOverWhileDown(t *testing.T) {
 // waitFor polls cond (a condition, not a duration) for at most a minute.
 func waitFor(t *testing.T, cond func() bool) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 60e9)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	for !cond() {
 		select {
 		case <-ctx.Done():
 			t.Fatal("condition not reached")
-		default:
-			runtime.Gosched()
+		case <-time.After(time.Millisecond):
 		}
 	}
 }
