@@ -15,10 +15,12 @@ build:
 ## test: everything CI runs, from nothing: modules, kube-apiserver and etcd, the collector distribution, lint, race tests.
 test: apiserver otelcol lint
 	$(GO) test -race -count=1 -timeout 30m $(PKGS)
+	cd recorder && $(GO) test -race -count=1 -timeout 10m ./...
 
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet $(PKGS)
+	cd recorder && $(GO) vet ./...
 
 ## bench: speed and memory next to client-go, and the write-count report per stream.
 bench: apiserver
@@ -26,6 +28,8 @@ bench: apiserver
 	$(GO) test -run XXX -bench RetainedHeap -benchtime 2x ./processor/eventseriesprocessor/
 	$(GO) test -run TestWriteCountReport -count=1 -v ./processor/eventseriesprocessor/ | grep '^ *|'
 	$(GO) test -run XXX -bench BenchmarkReceiverMemoryVsStoredEvents -benchtime 1x -timeout 20m ./receiver/k8seventsreceiver/
+	cd recorder && $(GO) test -run XXX -bench Eventf -benchtime 100000x -count 3 .
+	cd recorder && $(GO) test -run XXX -bench Storm100k -benchtime 1x -count 3 .
 
 ## fuzz: a short coverage-guided run of every fuzz target (the seed corpora run in `make test`).
 fuzz:
