@@ -50,6 +50,11 @@ const (
 	AttrStartTime = "k8s.event.start_time"
 )
 
+// EventName is the log record's EventName on every record that carries a
+// Kubernetes Event: one low-cardinality name, as the OpenTelemetry semantic
+// conventions identify events. Records without it are read all the same.
+const EventName = "k8s.event"
+
 // contractKey indexes the contract's attribute keys (ContractKeys).
 type contractKey int
 

@@ -199,6 +199,7 @@ func Encode(ev *Event, lr plog.LogRecord) {
 	if ev.Aggregated {
 		attrs.PutBool(AttrAggregated, true)
 	}
+	lr.SetEventName(EventName)
 	lr.Body().SetStr(ev.Note)
 	SetType(lr, ev.Type)
 	if !ev.Time.IsZero() {

@@ -298,6 +298,7 @@ func TestEncodeContract(t *testing.T) {
 	lr := plog.NewLogRecord()
 	k8sevent.Encode(&ev, lr)
 
+	assert.Equal(t, k8sevent.EventName, lr.EventName(), "the one EventName of a Kubernetes Event")
 	a := lr.Attributes().AsRaw()
 	assert.Equal(t, "BackOff", a[k8sevent.AttrReason])
 	assert.Equal(t, "prod", a[k8sevent.AttrNamespace])
