@@ -29,6 +29,9 @@ type Config struct {
 	SpamQPS                    float64
 	SpamBurst                  int
 	SpamKey                    []string // of "source", "object", "type", "reason"
+	// FinishMarker: series mode ends every visible series with a finished
+	// record, even one that changes nothing (the count already written).
+	FinishMarker bool
 }
 
 // Kinds of emitted records; KindLegacy is a count update in legacy mode.
@@ -85,6 +88,9 @@ type Stats struct {
 	// RestoreDropped counts entries of a restored state that did not fit in
 	// max_keys, least recently used first (their series end as evictions).
 	RestoreDropped int64
+	// Folded counts occurrences of events no record showed, added to the
+	// summary of their aggregate key when they ended.
+	Folded int64
 }
 
 type state struct {
@@ -106,6 +112,7 @@ type state struct {
 	started    bool // a series record (count >= 2) went out
 	aggregated bool
 	leaving    bool // removed on purpose: no eviction record
+	held       bool // legacy: counted in its spam bucket's held (a count the filter held back)
 }
 
 // Engine holds the caches. Not safe for concurrent use.
@@ -219,18 +226,31 @@ func (e *Engine) NextDeadline() (int64, bool) {
 	return 0, false
 }
 
-// Flush emits the current state of every open series (legacy: every
-// visible event with occurrences not yet emitted), oldest first, so that
-// nothing counted is lost at shutdown. The caches are kept.
+// Flush emits, unfiltered, every count not yet written, oldest first, so
+// that nothing counted is lost at shutdown: the current state of every
+// visible event or series whose count grew since its last record, and the
+// summaries that hold the occurrences of events no record showed (those
+// events are folded into them first, and forgotten). The caches are kept.
 func (e *Engine) Flush(now int64) []Emission {
 	e.begin()
 	e.advance(now)
 	for _, st := range e.states.Values() {
+		if !st.visible && !isSummary(st) && st.count > 0 {
+			e.retire(st)
+			e.fold(st)
+		}
+	}
+	for _, st := range e.states.Values() {
+		if st.count <= st.emitted {
+			continue
+		}
 		switch {
-		case e.cfg.Legacy && st.visible && st.count > st.emitted:
+		case e.cfg.Legacy:
 			e.emit(st, KindLegacy, nil, false)
-		case !e.cfg.Legacy && st.visible && st.count >= 2:
+		case st.count >= 2:
 			e.emit(st, KindOngoing, nil, false)
+		default: // a summary of one occurrence
+			e.emit(st, KindSingleton, nil, false)
 		}
 	}
 	return e.out
@@ -301,9 +321,12 @@ func (e *Engine) emit(st *state, kind int, input *k8sevent.Event, filtered bool)
 		em.Event.Note = st.note
 		ev = &em.Event
 	}
-	if filtered && !e.allow(ev) {
+	if filtered && !e.allow(ev, st, kind == KindLegacy && input != nil && st.visible) {
 		e.Stats.SpamDropped++
 		return false
+	}
+	if st.held && !filtered {
+		e.release(st, ev)
 	}
 	if st.aggregated {
 		em.Note = AggregatePrefix + ev.Note
@@ -347,7 +370,9 @@ func (e *Engine) fire(st *state) {
 	defer func() { e.now = now }()
 	switch {
 	case beat:
-		if e.emit(st, KindOngoing, nil, true) {
+		// A heartbeat that would change nothing is not sent: the exporter
+		// skips an unchanged count, which does not even refresh the TTL.
+		if st.count > st.emitted && e.emit(st, KindOngoing, nil, true) {
 			e.Stats.Heartbeats++
 		}
 		st.nextBeat = next + int64(e.cfg.HeartbeatInterval)
@@ -355,11 +380,10 @@ func (e *Engine) fire(st *state) {
 		e.due.reschedule(st, at)
 	case e.cfg.Legacy:
 		e.due.remove(st)
-		e.closeOut(st)
+		e.closeOut(st, false)
 	default:
-		e.closeOut(st)
-		st.leaving = true
-		e.states.Remove(st.packed[:st.keyLen])
+		e.retire(st) // first: a summary made by closeOut must not push it out
+		e.closeOut(st, false)
 	}
 }
 
@@ -371,28 +395,4 @@ func (e *Engine) dueAt(st *state) (at int64, beat bool) {
 		return st.nextBeat, true
 	}
 	return idle, false
-}
-
-// closeOut emits the last record of a state that ends or is forgotten.
-func (e *Engine) closeOut(st *state) {
-	switch {
-	case e.cfg.Legacy:
-		if st.visible && st.count > st.emitted {
-			e.emit(st, KindLegacy, nil, false)
-		}
-	case st.count >= 2:
-		e.Stats.SeriesFinished++
-		if st.visible {
-			e.emit(st, KindFinished, nil, false)
-		}
-	}
-}
-
-func (e *Engine) evicted(_ string, st *state) {
-	e.due.remove(st)
-	if st.leaving {
-		return
-	}
-	e.Stats.Evictions++
-	e.closeOut(st)
 }

@@ -10,7 +10,7 @@ import (
 	"github.com/hashicorp/golang-lru/v2/simplelru"
 )
 
-// The snapshot encoding, version 2. Varints are encoding/binary's, strings
+// The snapshot encoding, version 3. Varints are encoding/binary's, strings
 // are length-prefixed; every cache is listed least recently used first:
 //
 //	magic, version
@@ -27,6 +27,8 @@ import (
 //	filter:  objects in the current generation, words per generation, then
 //	         for each generation: flags (not empty), first, words (uint64)
 //
+// Version 3 is version 2 where series mode may also hold summaries (states
+// packed in the aggregate layout, see closing.go); versions 1 and 2 are read.
 // Version 1 (still read) had no heartbeat_interval, latest note, totals
 // times or horizon: its totals are taken as first seen at its now, so that
 // forgetting one never counts it again.
@@ -39,7 +41,7 @@ import (
 // restore (retime).
 const (
 	snapshotMagic   = "eventseries.engine"
-	snapshotVersion = 2
+	snapshotVersion = 3
 )
 
 const noteDiffers = 8 // state flag: the latest note follows
@@ -140,8 +142,8 @@ func (e *Engine) restore(r *reader) error {
 		return errors.New("not an eventseries engine snapshot")
 	}
 	version := r.uint()
-	if version != 1 && version != snapshotVersion {
-		return fmt.Errorf("snapshot version %d, this build reads versions 1 and %d", version, snapshotVersion)
+	if version < 1 || version > snapshotVersion {
+		return fmt.Errorf("snapshot version %d, this build reads versions 1 to %d", version, snapshotVersion)
 	}
 	flags := r.byte()
 	if legacy := flags&1 != 0; r.err == nil && legacy != e.cfg.Legacy {
@@ -177,6 +179,7 @@ func (e *Engine) restore(r *reader) error {
 		return r.err
 	}
 	e.now, e.made = now, made
+	e.recountHeld()
 	e.fit()
 	e.retime(beat)
 	return nil
@@ -243,8 +246,11 @@ func (e *Engine) restoreStates(r *reader, version uint64, now int64) error {
 			return r.err
 		}
 		l := &e.series
-		if e.cfg.Legacy && st.packed != "" {
+		switch {
+		case e.cfg.Legacy && st.packed != "":
 			l = layoutOf(st, &identicalLayout) // a tag of neither fails the check
+		case version >= 3 && st.packed != "" && st.packed[0] == aggregateLayout.tag:
+			l = &aggregateLayout // a summary
 		}
 		keyLen, ok := l.check(st.packed)
 		switch {

@@ -9,8 +9,16 @@ import (
 	"github.com/k8sevents/otel-k8sevents/internal/k8sevent"
 )
 
-// allow takes a token from the spam-filter bucket of ev's key.
-func (e *Engine) allow(ev *k8sevent.Event) bool {
+// allow takes a token from the spam-filter bucket of ev's key for a record
+// of st. In legacy mode the bucket keeps one token for each event of its
+// key whose count it held back (held): the flush of that count takes it
+// when the event goes idle, instead of a write beyond the filter. A count
+// update (update: a record of an event already written) may not take a
+// kept token; a new event may (it would be invisible otherwise). So a
+// held-back count rides on the token a later count update would have
+// spent, and legacy mode writes no more than client-go on a storm that
+// exhausts the bucket.
+func (e *Engine) allow(ev *k8sevent.Event, st *state, update bool) bool {
 	if !e.cfg.SpamFilter {
 		return true
 	}
@@ -26,11 +34,59 @@ func (e *Engine) allow(ev *k8sevent.Event) bool {
 	// it takes its token at the bucket's own latest time, as the limiter
 	// would otherwise step its clock back and refill that interval twice.
 	at := max(e.now, b.last)
-	if !b.lim.AllowN(time.Unix(0, at), 1) {
+	kept := b.held
+	if st.held {
+		kept-- // its own
+	}
+	if update && kept > 0 && b.lim.TokensAt(time.Unix(0, at)) < float64(kept+1) ||
+		!b.lim.AllowN(time.Unix(0, at), 1) {
+		if e.cfg.Legacy && !st.held {
+			st.held = true
+			b.held++
+		}
 		return false
 	}
 	b.last = at
+	if st.held {
+		st.held = false
+		b.held = max(b.held-1, 0)
+	}
 	return true
+}
+
+// release stops st's held-back count from keeping a token of its bucket:
+// it was written beyond the filter, or st left. ev is st's Event, nil to
+// rebuild it.
+func (e *Engine) release(st *state, ev *k8sevent.Event) {
+	st.held = false
+	if ev == nil {
+		ev = new(k8sevent.Event)
+		layoutOf(st, &e.series).unpack(st.packed, ev)
+	}
+	e.spamBuf = e.spamL.appendKey(e.spamBuf[:0], ev)
+	if b, ok := e.spam.Peek(borrow(e.spamBuf)); ok {
+		b.held = max(b.held-1, 0)
+	}
+}
+
+// recountHeld restores each bucket's held from the restored states: in
+// legacy mode a count is held back exactly when it is not all written.
+func (e *Engine) recountHeld() {
+	if !e.cfg.Legacy || !e.cfg.SpamFilter {
+		return
+	}
+	var ev k8sevent.Event
+	for _, st := range e.states.Values() {
+		if st.count <= st.emitted {
+			continue
+		}
+		layoutOf(st, &e.series).unpack(st.packed, &ev)
+		e.spamBuf = e.spamL.appendKey(e.spamBuf[:0], &ev)
+		if b, ok := e.spam.Peek(borrow(e.spamBuf)); ok {
+			st.held = true
+			b.held++
+		}
+	}
 }
 
 // bucket is a spam-filter token bucket. The limiter changes its state
@@ -40,6 +96,7 @@ func (e *Engine) allow(ev *k8sevent.Event) bool {
 type bucket struct {
 	lim  rate.Limiter
 	last int64
+	held int // legacy: events of this key with a count held back (not in a snapshot: restore recounts them)
 }
 
 // set puts the bucket in the state "tokens at last", exactly: from empty, a
