@@ -370,9 +370,10 @@ func (e *Engine) fire(st *state) {
 	defer func() { e.now = now }()
 	switch {
 	case beat:
-		// A heartbeat that would change nothing is not sent: the exporter
-		// skips an unchanged count, which does not even refresh the TTL.
-		if st.count > st.emitted && e.emit(st, KindOngoing, nil, true) {
+		// What the API needs to keep the series from expiring. With
+		// finish_after <= heartbeat_interval (the defaults) it always carries
+		// occurrences newer than the series' last record.
+		if e.emit(st, KindOngoing, nil, true) {
 			e.Stats.Heartbeats++
 		}
 		st.nextBeat = next + int64(e.cfg.HeartbeatInterval)
