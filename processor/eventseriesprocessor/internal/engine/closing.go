@@ -42,8 +42,8 @@ func (e *Engine) closeOut(st *state, evicting bool) {
 			e.emit(st, KindFinished, nil, false)
 		}
 	case e.cfg.Legacy:
-		// A held-back count takes a token when one is free (it may be the
-		// one the bucket kept for it, see allow); else it goes out anyway.
+		// A held-back count takes a token when one is free (the one the
+		// bucket kept for it, see allow); else it goes out anyway.
 		if !e.emit(st, KindLegacy, nil, true) {
 			e.emit(st, KindLegacy, nil, false)
 		}
@@ -55,11 +55,11 @@ func (e *Engine) closeOut(st *state, evicting bool) {
 }
 
 // retire removes st from the cache on purpose (no eviction record) and
-// from the deadlines; a count it held back no longer reserves a token.
+// from the deadlines; its bucket no longer keeps a token for it.
 func (e *Engine) retire(st *state) {
 	st.leaving = true
 	e.states.Remove(st.packed[:st.keyLen]) // calls evicted, which unschedules it
-	if st.held {
+	if st.inBucket {
 		e.release(st, nil)
 	}
 }
@@ -93,8 +93,8 @@ func (e *Engine) evicted(_ string, st *state) {
 		return
 	}
 	e.Stats.Evictions++
-	if st.held {
+	e.closeOut(st, true)
+	if st.inBucket {
 		e.release(st, nil)
 	}
-	e.closeOut(st, true)
 }

@@ -112,7 +112,7 @@ type state struct {
 	started    bool // a series record (count >= 2) went out
 	aggregated bool
 	leaving    bool // removed on purpose: no eviction record
-	held       bool // legacy: counted in its spam bucket's held (a count the filter held back)
+	inBucket   bool // legacy: counted in its spam bucket's events
 }
 
 // Engine holds the caches. Not safe for concurrent use.
@@ -246,7 +246,9 @@ func (e *Engine) Flush(now int64) []Emission {
 		}
 		switch {
 		case e.cfg.Legacy:
-			e.emit(st, KindLegacy, nil, false)
+			if !e.emit(st, KindLegacy, nil, true) { // a kept token, if any
+				e.emit(st, KindLegacy, nil, false)
+			}
 		case st.count >= 2:
 			e.emit(st, KindOngoing, nil, false)
 		default: // a summary of one occurrence
@@ -324,9 +326,6 @@ func (e *Engine) emit(st *state, kind int, input *k8sevent.Event, filtered bool)
 	if filtered && !e.allow(ev, st, kind == KindLegacy && input != nil && st.visible) {
 		e.Stats.SpamDropped++
 		return false
-	}
-	if st.held && !filtered {
-		e.release(st, ev)
 	}
 	if st.aggregated {
 		em.Note = AggregatePrefix + ev.Note

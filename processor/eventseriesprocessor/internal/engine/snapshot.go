@@ -179,7 +179,7 @@ func (e *Engine) restore(r *reader) error {
 		return r.err
 	}
 	e.now, e.made = now, made
-	e.recountHeld()
+	e.recountEvents()
 	e.fit()
 	e.retime(beat)
 	return nil

@@ -11,13 +11,14 @@ import (
 
 // allow takes a token from the spam-filter bucket of ev's key for a record
 // of st. In legacy mode the bucket keeps one token for each event of its
-// key whose count it held back (held): the flush of that count takes it
-// when the event goes idle, instead of a write beyond the filter. A count
-// update (update: a record of an event already written) may not take a
-// kept token; a new event may (it would be invisible otherwise). So a
-// held-back count rides on the token a later count update would have
-// spent, and legacy mode writes no more than client-go on a storm that
-// exhausts the bucket.
+// key already written (events): the token the write of its last count
+// takes when the event goes idle or at shutdown, instead of a write beyond
+// the filter. A count update (update: a record of an event already
+// written) may not take a kept token; a new event may (it would be
+// invisible otherwise). So a storm that exhausts the bucket spends on count
+// updates all but the tokens the last counts need, and legacy mode writes
+// no more than client-go's recorder, which spends them all and loses those
+// counts.
 func (e *Engine) allow(ev *k8sevent.Event, st *state, update bool) bool {
 	if !e.cfg.SpamFilter {
 		return true
@@ -33,58 +34,48 @@ func (e *Engine) allow(ev *k8sevent.Event, st *state, update bool) bool {
 	// already gave (deadlines come due out of order within one Advance):
 	// it takes its token at the bucket's own latest time, as the limiter
 	// would otherwise step its clock back and refill that interval twice.
-	at := max(e.now, b.last)
-	kept := b.held
-	if st.held {
-		kept-- // its own
-	}
-	if update && kept > 0 && b.lim.TokensAt(time.Unix(0, at)) < float64(kept+1) ||
-		!b.lim.AllowN(time.Unix(0, at), 1) {
-		if e.cfg.Legacy && !st.held {
-			st.held = true
-			b.held++
-		}
+	at := time.Unix(0, max(e.now, b.last))
+	if update && b.events > 0 && b.lim.TokensAt(at) < float64(b.events+1) || !b.lim.AllowN(at, 1) {
 		return false
 	}
-	b.last = at
-	if st.held {
-		st.held = false
-		b.held = max(b.held-1, 0)
+	b.last = at.UnixNano()
+	if e.cfg.Legacy && !st.inBucket {
+		st.inBucket = true
+		b.events++
 	}
 	return true
 }
 
-// release stops st's held-back count from keeping a token of its bucket:
-// it was written beyond the filter, or st left. ev is st's Event, nil to
-// rebuild it.
+// release takes st out of its bucket's events: st left the cache. ev is
+// st's Event, nil to rebuild it.
 func (e *Engine) release(st *state, ev *k8sevent.Event) {
-	st.held = false
+	st.inBucket = false
 	if ev == nil {
 		ev = new(k8sevent.Event)
 		layoutOf(st, &e.series).unpack(st.packed, ev)
 	}
 	e.spamBuf = e.spamL.appendKey(e.spamBuf[:0], ev)
 	if b, ok := e.spam.Peek(borrow(e.spamBuf)); ok {
-		b.held = max(b.held-1, 0)
+		b.events = max(b.events-1, 0)
 	}
 }
 
-// recountHeld restores each bucket's held from the restored states: in
-// legacy mode a count is held back exactly when it is not all written.
-func (e *Engine) recountHeld() {
+// recountEvents restores each bucket's events from the restored states:
+// in legacy mode, the events of its key already written.
+func (e *Engine) recountEvents() {
 	if !e.cfg.Legacy || !e.cfg.SpamFilter {
 		return
 	}
 	var ev k8sevent.Event
 	for _, st := range e.states.Values() {
-		if st.count <= st.emitted {
+		if !st.visible {
 			continue
 		}
 		layoutOf(st, &e.series).unpack(st.packed, &ev)
 		e.spamBuf = e.spamL.appendKey(e.spamBuf[:0], &ev)
 		if b, ok := e.spam.Peek(borrow(e.spamBuf)); ok {
-			st.held = true
-			b.held++
+			st.inBucket = true
+			b.events++
 		}
 	}
 }
@@ -96,7 +87,7 @@ func (e *Engine) recountHeld() {
 type bucket struct {
 	lim  rate.Limiter
 	last int64
-	held int // legacy: events of this key with a count held back (not in a snapshot: restore recounts them)
+	events int // legacy: events of this key already written (not in a snapshot: restore recounts them)
 }
 
 // set puts the bucket in the state "tokens at last", exactly: from empty, a
