@@ -88,6 +88,9 @@ type Stats struct {
 	// RestoreDropped counts entries of a restored state that did not fit in
 	// max_keys, least recently used first (their series end as evictions).
 	RestoreDropped int64
+	// Unfiltered counts records written without a token: ends of series,
+	// summaries, last counts that found no token, evictions, shutdown.
+	Unfiltered int64
 	// Folded counts occurrences of events no record showed, added to the
 	// summary of their aggregate key when they ended.
 	Folded int64
@@ -326,6 +329,9 @@ func (e *Engine) emit(st *state, kind int, input *k8sevent.Event, filtered bool)
 	if filtered && !e.allow(ev, st, kind == KindLegacy && input != nil && st.visible) {
 		e.Stats.SpamDropped++
 		return false
+	}
+	if !filtered {
+		e.Stats.Unfiltered++
 	}
 	if st.aggregated {
 		em.Note = AggregatePrefix + ev.Note

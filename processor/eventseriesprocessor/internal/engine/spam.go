@@ -11,7 +11,7 @@ import (
 
 // allow takes a token from the spam-filter bucket of ev's key for a record
 // of st. In legacy mode the bucket keeps one token for each event of its
-// key already written (events): the token the write of its last count
+// key already written (events), burst-1 at most: the token the write of its last count
 // takes when the event goes idle or at shutdown, instead of a write beyond
 // the filter. A count update (update: a record of an event already
 // written) may not take a kept token; a new event may (it would be
@@ -35,7 +35,10 @@ func (e *Engine) allow(ev *k8sevent.Event, st *state, update bool) bool {
 	// it takes its token at the bucket's own latest time, as the limiter
 	// would otherwise step its clock back and refill that interval twice.
 	at := time.Unix(0, max(e.now, b.last))
-	if update && b.events > 0 && b.lim.TokensAt(at) < float64(b.events+1) || !b.lim.AllowN(at, 1) {
+	// At most burst-1 kept: a count update can always pass once the bucket
+	// is full, so a count is never stale for longer than burst/qps.
+	kept := min(b.events, e.cfg.SpamBurst-1)
+	if update && kept > 0 && b.lim.TokensAt(at) < float64(kept+1) || !b.lim.AllowN(at, 1) {
 		return false
 	}
 	b.last = at.UnixNano()
@@ -85,8 +88,8 @@ func (e *Engine) recountEvents() {
 // exposes neither: last keeps that time, and tokens at last are
 // TokensAt(any earlier time), so that a snapshot restores it exactly.
 type bucket struct {
-	lim  rate.Limiter
-	last int64
+	lim    rate.Limiter
+	last   int64
 	events int // legacy: events of this key already written (not in a snapshot: restore recounts them)
 }
 
