@@ -1,7 +1,5 @@
 package engine
 
-import "github.com/k8sevents/otel-k8sevents/internal/k8sevent"
-
 // What happens when an event or series ends (goes idle, is pushed out of
 // the cache, or the engine flushes at shutdown), so that no occurrence is
 // lost and no record is sent that changes nothing.
@@ -68,13 +66,13 @@ func (e *Engine) retire(st *state) {
 // summary of its aggregate key, made if needed, and (re)starts the
 // summary's idle timer.
 func (e *Engine) fold(st *state) {
-	var ev k8sevent.Event
-	layoutOf(st, &e.series).unpack(st.packed, &ev)
+	ev := &e.scratch // not used once newState adds the summary (which may evict)
+	layoutOf(st, &e.series).unpack(st.packed, ev)
 	ev.Note = st.note
-	e.buf = aggregateLayout.appendKey(e.buf[:0], &ev)
+	e.buf = aggregateLayout.appendKey(e.buf[:0], ev)
 	sum, ok := e.states.Get(borrow(e.buf))
 	if !ok {
-		sum = e.newState(&aggregateLayout, &ev, st.first)
+		sum = e.newState(&aggregateLayout, ev, st.first)
 		sum.aggregated = true
 	}
 	sum.first, sum.last = min(sum.first, st.first), max(sum.last, st.last)

@@ -132,6 +132,7 @@ type Engine struct {
 	due      deadlines
 	buf      []byte
 	spamBuf  []byte
+	scratch  k8sevent.Event // an Event rebuilt from a state, for a moment
 	now      int64
 	made     uint64 // states made: part of each name, so that a name is never reused
 	snapSize int    // of the last snapshot

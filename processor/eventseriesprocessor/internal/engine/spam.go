@@ -54,7 +54,7 @@ func (e *Engine) allow(ev *k8sevent.Event, st *state, update bool) bool {
 func (e *Engine) release(st *state, ev *k8sevent.Event) {
 	st.inBucket = false
 	if ev == nil {
-		ev = new(k8sevent.Event)
+		ev = &e.scratch
 		layoutOf(st, &e.series).unpack(st.packed, ev)
 	}
 	e.spamBuf = e.spamL.appendKey(e.spamBuf[:0], ev)
