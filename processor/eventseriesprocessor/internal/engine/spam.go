@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"fmt"
 	"math"
 	"time"
 
@@ -112,4 +113,32 @@ func (b *bucket) tokens() float64 {
 		return float64(b.lim.Burst())
 	}
 	return t
+}
+
+// restoreBuckets reads the spam buckets of a snapshot (format in
+// snapshot.go); those of another spam key are read and dropped.
+func (e *Engine) restoreBuckets(r *reader, spamKey string, version uint64) error {
+	keep := e.cfg.SpamFilter && spamKey == e.spamKey()
+	n := r.entries(len(r.b), "spam buckets")
+	e.spam.Resize(max(n, e.cfg.MaxKeys))
+	for range n {
+		key, tokens, last := r.str(), math.Float64frombits(r.u64()), r.int()
+		var events uint64
+		if version >= 3 {
+			events = min(r.uint(), uint64(e.states.Len()))
+		}
+		if r.err == nil && !(tokens >= 0) {
+			return fmt.Errorf("spam bucket %q holds %g tokens", key, tokens)
+		}
+		if r.err != nil || !keep {
+			continue
+		}
+		b := new(bucket)
+		b.set(e.cfg.SpamQPS, e.cfg.SpamBurst, tokens, last)
+		b.events = int(events)
+		if !add(e.spam, key, b) {
+			return fmt.Errorf("spam bucket %q twice", key)
+		}
+	}
+	return nil
 }
