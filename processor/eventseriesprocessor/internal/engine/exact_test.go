@@ -25,7 +25,8 @@ type written struct {
 	kind       int
 	count      int64
 	aggregated bool
-	spamKey    string // source, object and type: the default spam key
+	fromInput  bool
+	spamKey    string // source, object, type and reason: the finest spam key
 }
 
 // occurrence is one record of a recorder: one occurrence, at engine time at.
@@ -47,8 +48,8 @@ func runAll(t *testing.T, cfg Config, occs []occurrence) []written {
 				ev = input
 			}
 			out = append(out, written{name: em.Name, pair: pair{ev.Regarding.Name, ev.Reason}, kind: em.Kind,
-				count: em.Count, aggregated: em.Aggregated,
-				spamKey: ev.SourceComponent + "/" + ev.Regarding.Name + "/" + ev.Type})
+				count: em.Count, aggregated: em.Aggregated, fromInput: em.FromInput,
+				spamKey: ev.SourceComponent + "/" + ev.Regarding.Name + "/" + ev.Type + "/" + ev.Reason})
 		}
 	}
 	var last time.Duration
@@ -155,6 +156,7 @@ func TestSpamRandomStreamsAreExact(t *testing.T) {
 		what := fmt.Sprintf("seed %d legacy=%t key=%v burst=%d", seed, cfg.Legacy, cfg.SpamKey, cfg.SpamBurst)
 		out := runAll(t, cfg, occs)
 		checkExact(t, occs, out, what)
+		checkBound(t, cfg, occs, out, what)
 		if !cfg.Legacy {
 			// Series mode aggregates nothing: an aggregated record is a summary.
 			span := occs[len(occs)-1].at - occs[0].at
@@ -169,6 +171,33 @@ func TestSpamRandomStreamsAreExact(t *testing.T) {
 				assert.LessOrEqual(t, n, 2+int(span/cfg.FinishAfter), "%s: summaries of %v", what, p)
 			}
 		}
+	}
+}
+
+// checkBound asserts the bound per key of the README: records made from
+// an input each take a token (at most burst + qps × span per bucket; here
+// per finest key, with reason, which the coarser buckets only tighten);
+// every other record of an Event object is an end of it or a heartbeat: at
+// most one per finish_after of its activity and heartbeat_interval, plus
+// the shutdown flush.
+func checkBound(t *testing.T, cfg Config, occs []occurrence, out []written, what string) {
+	t.Helper()
+	span := occs[len(occs)-1].at - occs[0].at
+	fromInput, timer := map[string]int{}, map[string]int{}
+	for _, w := range out {
+		if w.fromInput {
+			fromInput[w.spamKey]++
+		} else {
+			timer[w.name]++
+		}
+	}
+	tokens := cfg.SpamBurst + int(cfg.SpamQPS*span.Seconds()) + 1
+	for key, n := range fromInput {
+		assert.LessOrEqual(t, n, tokens, "%s: records of inputs of %s", what, key)
+	}
+	ends := 2 + int(span/cfg.FinishAfter) + int(span/cfg.HeartbeatInterval)
+	for name, n := range timer {
+		assert.LessOrEqual(t, n, ends, "%s: timer records of %s", what, name)
 	}
 }
 
