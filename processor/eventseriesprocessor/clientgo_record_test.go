@@ -82,12 +82,16 @@ func TestLegacyModeAgreesWithEventCorrelator(t *testing.T) {
 			})
 
 			theirs := map[string]string{} // client-go object name -> ours
-			var skipped, aggregated, patched, timerRecords int
+			var skipped, aggregated, patched, timerRecords, differences int
+			firstDifference, cgWrites := -1, 0
 			for i, step := range steps {
 				clock.SetTime(step.at)
 				ev := step.ev
 				res, err := correlator.EventCorrelate(&ev)
 				require.NoError(t, err)
+				if !res.Skip {
+					cgWrites++
+				}
 
 				before := len(h.records())
 				in := k8sevent.FromCoreV1(&step.ev)
@@ -96,29 +100,34 @@ func TestLegacyModeAgreesWithEventCorrelator(t *testing.T) {
 				var ours []emitted
 				for _, r := range h.records()[before:] {
 					if r.fromTimer() {
-						timerRecords++ // our flush of held-back counts: client-go has none
+						timerRecords++ // our write of held-back counts: client-go has none
 						continue
 					}
 					ours = append(ours, r)
 				}
 
+				// Where we deliberately differ (README, "Legacy mode"): a
+				// bucket keeps a token for the last count of each event
+				// already written, so the first difference is a count
+				// update client-go writes and we hold back. From there the
+				// buckets differ, and so may any spam decision (the token
+				// we kept is spent on another record); every record both
+				// write is still client-go's: count, aggregation, object.
+				if res.Skip != (len(ours) == 0) {
+					if firstDifference < 0 {
+						firstDifference = i
+						require.False(t, res.Skip, "step %d: the first difference is a record client-go writes", i)
+						require.NotNil(t, res.Patch, "step %d: the first difference is a count update", i)
+					}
+					differences++
+					continue
+				}
 				if res.Skip {
 					skipped++
-					assert.Empty(t, ours, "step %d: client-go's spam filter skipped it", i)
 					continue
 				}
 				require.Len(t, ours, 1, "step %d: client-go wrote it", i)
-				got := ours[0].event(t)
-				assert.Equal(t, int64(res.Event.Count), got.Count, "step %d: count", i)
-				isAggregate := strings.HasPrefix(res.Event.Message, "(combined from similar events): ")
-				assert.Equal(t, isAggregate, got.Aggregated, "step %d: aggregation", i)
-				assert.Equal(t, res.Event.Message, got.Note, "step %d: message", i)
-				assert.Equal(t, res.Patch != nil, got.Count > 1, "step %d: patch decision", i)
-				if prev, ok := theirs[res.Event.Name]; ok {
-					assert.Equal(t, prev, got.Name, "step %d: the same object as client-go", i)
-				} else {
-					theirs[res.Event.Name] = got.Name
-				}
+				isAggregate := compareWrite(t, i, res, ours[0].event(t), theirs)
 				if isAggregate {
 					aggregated++
 				}
@@ -135,8 +144,56 @@ func TestLegacyModeAgreesWithEventCorrelator(t *testing.T) {
 				ourNames[n] = true
 			}
 			assert.Len(t, ourNames, len(theirs), "every object of client-go is a distinct object of ours")
-			t.Logf("%d steps: %d skipped, %d aggregated, %d patches, %d objects; %d extra flush records of ours",
-				len(steps), skipped, aggregated, patched, len(theirs), timerRecords)
+			// What the difference buys: exact final counts per (object,
+			// reason) where client-go loses the held-back ones.
+			h.shutdown()
+			writes := len(h.records())
+			assertExactLegacyCounts(t, h, steps)
+			// Every record we write takes a token of buckets like
+			// client-go's, but for last counts that found none (at
+			// shutdown, or idle with the bucket empty); a bucket that
+			// refilled after a storm may let through the last count
+			// client-go loses. On these sequences that is at most 0.5%
+			// more writes than client-go (README, "Spam filter").
+			unfiltered := int(h.p.engine.Stats.Unfiltered)
+			assert.LessOrEqual(t, writes, cgWrites+cgWrites/200, "writes next to client-go's")
+			t.Logf("%d steps: %d skipped, %d aggregated, %d patches, %d objects; %d spam decisions differ from step %d; %d timer records; writes: %d (%d without a token), client-go %d",
+				len(steps), skipped, aggregated, patched, len(theirs), differences, firstDifference, timerRecords, writes, unfiltered, cgWrites)
 		})
 	}
+}
+
+// assertExactLegacyCounts checks that the last counts of the objects
+// written for each (object, reason) add up to its occurrences.
+func assertExactLegacyCounts(t *testing.T, h *harness, steps []legacyStep) {
+	truth, last, pairOf := map[[2]string]int64{}, map[string]int64{}, map[string][2]string{}
+	for _, step := range steps {
+		truth[[2]string{step.ev.InvolvedObject.Name, step.ev.Reason}]++
+	}
+	for _, r := range h.records() {
+		got := r.event(t)
+		last[got.Name], pairOf[got.Name] = got.Count, [2]string{got.Regarding.Name, got.Reason}
+	}
+	final := map[[2]string]int64{}
+	for name, c := range last {
+		final[pairOf[name]] += c
+	}
+	assert.Equal(t, truth, final, "exact final counts per (object, reason)")
+}
+
+// compareWrite checks a record both wrote at step i: the same count,
+// aggregation, message, create or patch, and object (theirs maps
+// client-go's object names to ours). It reports whether it is aggregated.
+func compareWrite(t *testing.T, i int, res *record.EventCorrelateResult, got k8sevent.Event, theirs map[string]string) bool {
+	assert.Equal(t, int64(res.Event.Count), got.Count, "step %d: count", i)
+	isAggregate := strings.HasPrefix(res.Event.Message, "(combined from similar events): ")
+	assert.Equal(t, isAggregate, got.Aggregated, "step %d: aggregation", i)
+	assert.Equal(t, res.Event.Message, got.Note, "step %d: message", i)
+	assert.Equal(t, res.Patch != nil, got.Count > 1, "step %d: patch decision", i)
+	if prev, ok := theirs[res.Event.Name]; ok {
+		assert.Equal(t, prev, got.Name, "step %d: the same object as client-go", i)
+	} else {
+		theirs[res.Event.Name] = got.Name
+	}
+	return isAggregate
 }

@@ -29,6 +29,9 @@ type Config struct {
 	SpamQPS                    float64
 	SpamBurst                  int
 	SpamKey                    []string // of "source", "object", "type", "reason"
+	// FinishMarker: series mode ends every visible series with a finished
+	// record, even one that changes nothing (the count already written).
+	FinishMarker bool
 }
 
 // Kinds of emitted records; KindLegacy is a count update in legacy mode.
@@ -85,6 +88,12 @@ type Stats struct {
 	// RestoreDropped counts entries of a restored state that did not fit in
 	// max_keys, least recently used first (their series end as evictions).
 	RestoreDropped int64
+	// Unfiltered counts records written without a token: ends of series,
+	// summaries, last counts that found no token, evictions, shutdown.
+	Unfiltered int64
+	// Folded counts occurrences of events no record showed, added to the
+	// summary of their aggregate key when they ended.
+	Folded int64
 }
 
 type state struct {
@@ -106,6 +115,7 @@ type state struct {
 	started    bool // a series record (count >= 2) went out
 	aggregated bool
 	leaving    bool // removed on purpose: no eviction record
+	inBucket   bool // legacy: counted in its spam bucket's events
 }
 
 // Engine holds the caches. Not safe for concurrent use.
@@ -122,6 +132,7 @@ type Engine struct {
 	due      deadlines
 	buf      []byte
 	spamBuf  []byte
+	scratch  k8sevent.Event // an Event rebuilt from a state, for a moment
 	now      int64
 	made     uint64 // states made: part of each name, so that a name is never reused
 	snapSize int    // of the last snapshot
@@ -219,18 +230,33 @@ func (e *Engine) NextDeadline() (int64, bool) {
 	return 0, false
 }
 
-// Flush emits the current state of every open series (legacy: every
-// visible event with occurrences not yet emitted), oldest first, so that
-// nothing counted is lost at shutdown. The caches are kept.
+// Flush emits, unfiltered, every count not yet written, oldest first, so
+// that nothing counted is lost at shutdown: the current state of every
+// visible event or series whose count grew since its last record, and the
+// summaries that hold the occurrences of events no record showed (those
+// events are folded into them first, and forgotten). The caches are kept.
 func (e *Engine) Flush(now int64) []Emission {
 	e.begin()
 	e.advance(now)
 	for _, st := range e.states.Values() {
+		if !st.visible && !isSummary(st) && st.count > 0 {
+			e.retire(st)
+			e.fold(st)
+		}
+	}
+	for _, st := range e.states.Values() {
+		if st.count <= st.emitted {
+			continue
+		}
 		switch {
-		case e.cfg.Legacy && st.visible && st.count > st.emitted:
-			e.emit(st, KindLegacy, nil, false)
-		case !e.cfg.Legacy && st.visible && st.count >= 2:
+		case e.cfg.Legacy:
+			if !e.emit(st, KindLegacy, nil, true) { // a kept token, if any
+				e.emit(st, KindLegacy, nil, false)
+			}
+		case st.count >= 2:
 			e.emit(st, KindOngoing, nil, false)
+		default: // a summary of one occurrence
+			e.emit(st, KindSingleton, nil, false)
 		}
 	}
 	return e.out
@@ -301,9 +327,12 @@ func (e *Engine) emit(st *state, kind int, input *k8sevent.Event, filtered bool)
 		em.Event.Note = st.note
 		ev = &em.Event
 	}
-	if filtered && !e.allow(ev) {
+	if filtered && !e.allow(ev, st, kind == KindLegacy && input != nil && st.visible) {
 		e.Stats.SpamDropped++
 		return false
+	}
+	if !filtered {
+		e.Stats.Unfiltered++
 	}
 	if st.aggregated {
 		em.Note = AggregatePrefix + ev.Note
@@ -324,75 +353,4 @@ func layoutOf(st *state, series *layout) *layout {
 	default:
 		return series
 	}
-}
-
-func (e *Engine) advance(now int64) {
-	e.now = max(e.now, now)
-	for st := e.due.peek(); st != nil && st.deadline <= e.now; st = e.due.peek() {
-		e.fire(st)
-	}
-}
-
-// fire handles st's deadline: a heartbeat, the end of a series, or the
-// flush of held-back counts; or, when occurrences moved it later, nothing
-// but rescheduling.
-func (e *Engine) fire(st *state) {
-	next, beat := e.dueAt(st)
-	if next > e.now {
-		e.due.reschedule(st, next)
-		return
-	}
-	now := e.now
-	e.now = next // records carry their exact deadline
-	defer func() { e.now = now }()
-	switch {
-	case beat:
-		if e.emit(st, KindOngoing, nil, true) {
-			e.Stats.Heartbeats++
-		}
-		st.nextBeat = next + int64(e.cfg.HeartbeatInterval)
-		at, _ := e.dueAt(st)
-		e.due.reschedule(st, at)
-	case e.cfg.Legacy:
-		e.due.remove(st)
-		e.closeOut(st)
-	default:
-		e.closeOut(st)
-		st.leaving = true
-		e.states.Remove(st.packed[:st.keyLen])
-	}
-}
-
-// dueAt is when st next has something to do, and whether that is a
-// heartbeat (else its end, or the flush of a held-back count).
-func (e *Engine) dueAt(st *state) (at int64, beat bool) {
-	idle := st.seenAt + int64(e.cfg.FinishAfter)
-	if !e.cfg.Legacy && st.started && st.nextBeat < idle {
-		return st.nextBeat, true
-	}
-	return idle, false
-}
-
-// closeOut emits the last record of a state that ends or is forgotten.
-func (e *Engine) closeOut(st *state) {
-	switch {
-	case e.cfg.Legacy:
-		if st.visible && st.count > st.emitted {
-			e.emit(st, KindLegacy, nil, false)
-		}
-	case st.count >= 2:
-		e.Stats.SeriesFinished++
-		if st.visible {
-			e.emit(st, KindFinished, nil, false)
-		}
-	}
-}
-
-func (e *Engine) evicted(_ string, st *state) {
-	e.due.remove(st)
-	if st.leaving {
-		return
-	}
-	e.Stats.Evictions++
-	e.closeOut(st)
 }

@@ -10,7 +10,7 @@ import (
 	"github.com/hashicorp/golang-lru/v2/simplelru"
 )
 
-// The snapshot encoding, version 2. Varints are encoding/binary's, strings
+// The snapshot encoding, version 3. Varints are encoding/binary's, strings
 // are length-prefixed; every cache is listed least recently used first:
 //
 //	magic, version
@@ -19,14 +19,19 @@ import (
 //	states:  count, then each: packed Event, name, count, emitted, first,
 //	         last, seenAt, nextBeat, deadline, heap index (-1: none), flags
 //	         (visible, started, aggregated, latest note differs from the
-//	         packed one), then that note if it differs
+//	         packed one, counted in its bucket's events), then that note if
+//	         it differs
 //	groups:  count, then each: key, last, notes (count, then each)
-//	buckets: count, then each: key, tokens (float64 bits), last allowed
+//	buckets: count, then each: key, tokens (float64 bits), last allowed,
+//	         events (legacy: events of the key already written)
 //	totals:  count, then each: key, total, first (unknownTime: none), last
 //	horizon: flags (an object was dropped from the filter), first, last
 //	filter:  objects in the current generation, words per generation, then
 //	         for each generation: flags (not empty), first, words (uint64)
 //
+// Version 3 added summaries in series mode (states packed in the aggregate
+// layout, see closing.go) and the buckets' events; from versions 1 and 2
+// those are recounted from the visible states (see recountEvents).
 // Version 1 (still read) had no heartbeat_interval, latest note, totals
 // times or horizon: its totals are taken as first seen at its now, so that
 // forgetting one never counts it again.
@@ -39,10 +44,13 @@ import (
 // restore (retime).
 const (
 	snapshotMagic   = "eventseries.engine"
-	snapshotVersion = 2
+	snapshotVersion = 3
 )
 
-const noteDiffers = 8 // state flag: the latest note follows
+const (
+	noteDiffers  = 8  // state flag: the latest note follows
+	inBucketFlag = 16 // state flag: counted in its spam bucket's events
+)
 
 // Snapshot encodes the state of the engine, so that Restore on a new engine
 // continues exactly where this one is. Stats are not in it: they count what
@@ -66,7 +74,7 @@ func (e *Engine) Snapshot() []byte {
 			w.int(v)
 		}
 		differs := st.note != layoutOf(st, &e.series).field(st.packed, fNote)
-		w.flags(st.visible, st.started, st.aggregated, differs)
+		w.flags(st.visible, st.started, st.aggregated, differs, st.inBucket)
 		if differs {
 			w.str(st.note)
 		}
@@ -89,6 +97,7 @@ func (e *Engine) Snapshot() []byte {
 		w.str(k)
 		w.b = binary.LittleEndian.AppendUint64(w.b, math.Float64bits(b.tokens()))
 		w.int(b.last)
+		w.uint(uint64(b.events))
 	}
 	keys = e.totals.Keys()
 	w.uint(uint64(len(keys)))
@@ -140,8 +149,8 @@ func (e *Engine) restore(r *reader) error {
 		return errors.New("not an eventseries engine snapshot")
 	}
 	version := r.uint()
-	if version != 1 && version != snapshotVersion {
-		return fmt.Errorf("snapshot version %d, this build reads versions 1 and %d", version, snapshotVersion)
+	if version < 1 || version > snapshotVersion {
+		return fmt.Errorf("snapshot version %d, this build reads versions 1 to %d", version, snapshotVersion)
 	}
 	flags := r.byte()
 	if legacy := flags&1 != 0; r.err == nil && legacy != e.cfg.Legacy {
@@ -164,7 +173,7 @@ func (e *Engine) restore(r *reader) error {
 	if err := e.restoreGroups(r); err != nil {
 		return err
 	}
-	if err := e.restoreBuckets(r, spamKey); err != nil {
+	if err := e.restoreBuckets(r, spamKey, version); err != nil {
 		return err
 	}
 	if err := e.restoreTotals(r, version, now); err != nil {
@@ -177,6 +186,9 @@ func (e *Engine) restore(r *reader) error {
 		return r.err
 	}
 	e.now, e.made = now, made
+	if version < 3 {
+		e.recountEvents()
+	}
 	e.fit()
 	e.retime(beat)
 	return nil
@@ -239,12 +251,16 @@ func (e *Engine) restoreStates(r *reader, version uint64, now int64) error {
 		if version >= 2 && flags&noteDiffers != 0 {
 			st.note = r.str()
 		}
+		st.inBucket = version >= 3 && flags&inBucketFlag != 0
 		if r.err != nil {
 			return r.err
 		}
 		l := &e.series
-		if e.cfg.Legacy && st.packed != "" {
+		switch {
+		case e.cfg.Legacy && st.packed != "":
 			l = layoutOf(st, &identicalLayout) // a tag of neither fails the check
+		case version >= 3 && st.packed != "" && st.packed[0] == aggregateLayout.tag:
+			l = &aggregateLayout // a summary
 		}
 		keyLen, ok := l.check(st.packed)
 		switch {
@@ -296,27 +312,6 @@ func (e *Engine) restoreGroups(r *reader) error {
 		}
 		if r.err == nil && !add(e.aggs, key, a) {
 			return fmt.Errorf("aggregation group %q twice", key)
-		}
-	}
-	return nil
-}
-
-func (e *Engine) restoreBuckets(r *reader, spamKey string) error {
-	keep := e.cfg.SpamFilter && spamKey == e.spamKey()
-	n := r.entries(len(r.b), "spam buckets")
-	e.spam.Resize(max(n, e.cfg.MaxKeys))
-	for range n {
-		key, tokens, last := r.str(), math.Float64frombits(r.u64()), r.int()
-		if r.err == nil && !(tokens >= 0) {
-			return fmt.Errorf("spam bucket %q holds %g tokens", key, tokens)
-		}
-		if r.err != nil || !keep {
-			continue
-		}
-		b := new(bucket)
-		b.set(e.cfg.SpamQPS, e.cfg.SpamBurst, tokens, last)
-		if !add(e.spam, key, b) {
-			return fmt.Errorf("spam bucket %q twice", key)
 		}
 	}
 	return nil

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"fmt"
 	"math"
 	"time"
 
@@ -9,8 +10,17 @@ import (
 	"github.com/k8sevents/otel-k8sevents/internal/k8sevent"
 )
 
-// allow takes a token from the spam-filter bucket of ev's key.
-func (e *Engine) allow(ev *k8sevent.Event) bool {
+// allow takes a token from the spam-filter bucket of ev's key for a record
+// of st. In legacy mode the bucket keeps one token for each event of its
+// key already written (events), burst-1 at most: the token the write of its last count
+// takes when the event goes idle or at shutdown, instead of a write beyond
+// the filter. A count update (update: a record of an event already
+// written) may not take a kept token; a new event may (it would be
+// invisible otherwise). So a storm that exhausts the bucket spends on count
+// updates all but the tokens the last counts need, and legacy mode writes
+// no more than client-go's recorder, which spends them all and loses those
+// counts.
+func (e *Engine) allow(ev *k8sevent.Event, st *state, update bool) bool {
 	if !e.cfg.SpamFilter {
 		return true
 	}
@@ -25,12 +35,53 @@ func (e *Engine) allow(ev *k8sevent.Event) bool {
 	// already gave (deadlines come due out of order within one Advance):
 	// it takes its token at the bucket's own latest time, as the limiter
 	// would otherwise step its clock back and refill that interval twice.
-	at := max(e.now, b.last)
-	if !b.lim.AllowN(time.Unix(0, at), 1) {
+	at := time.Unix(0, max(e.now, b.last))
+	// At most burst-1 kept: a count update can always pass once the bucket
+	// is full, so a count is never stale for longer than burst/qps.
+	kept := min(b.events, e.cfg.SpamBurst-1)
+	if update && kept > 0 && b.lim.TokensAt(at) < float64(kept+1) || !b.lim.AllowN(at, 1) {
 		return false
 	}
-	b.last = at
+	b.last = at.UnixNano()
+	if e.cfg.Legacy && !st.inBucket {
+		st.inBucket = true
+		b.events++
+	}
 	return true
+}
+
+// release takes st out of its bucket's events: st left the cache. ev is
+// st's Event, nil to rebuild it.
+func (e *Engine) release(st *state, ev *k8sevent.Event) {
+	st.inBucket = false
+	if ev == nil {
+		ev = &e.scratch
+		layoutOf(st, &e.series).unpack(st.packed, ev)
+	}
+	e.spamBuf = e.spamL.appendKey(e.spamBuf[:0], ev)
+	if b, ok := e.spam.Peek(borrow(e.spamBuf)); ok {
+		b.events = max(b.events-1, 0)
+	}
+}
+
+// recountEvents restores each bucket's events from the restored states:
+// in legacy mode, the events of its key already written.
+func (e *Engine) recountEvents() {
+	if !e.cfg.Legacy || !e.cfg.SpamFilter {
+		return
+	}
+	var ev k8sevent.Event
+	for _, st := range e.states.Values() {
+		if !st.visible {
+			continue
+		}
+		layoutOf(st, &e.series).unpack(st.packed, &ev)
+		e.spamBuf = e.spamL.appendKey(e.spamBuf[:0], &ev)
+		if b, ok := e.spam.Peek(borrow(e.spamBuf)); ok {
+			st.inBucket = true
+			b.events++
+		}
+	}
 }
 
 // bucket is a spam-filter token bucket. The limiter changes its state
@@ -38,8 +89,9 @@ func (e *Engine) allow(ev *k8sevent.Event) bool {
 // exposes neither: last keeps that time, and tokens at last are
 // TokensAt(any earlier time), so that a snapshot restores it exactly.
 type bucket struct {
-	lim  rate.Limiter
-	last int64
+	lim    rate.Limiter
+	last   int64
+	events int // legacy: events of this key already written (not in a snapshot: restore recounts them)
 }
 
 // set puts the bucket in the state "tokens at last", exactly: from empty, a
@@ -61,4 +113,32 @@ func (b *bucket) tokens() float64 {
 		return float64(b.lim.Burst())
 	}
 	return t
+}
+
+// restoreBuckets reads the spam buckets of a snapshot (format in
+// snapshot.go); those of another spam key are read and dropped.
+func (e *Engine) restoreBuckets(r *reader, spamKey string, version uint64) error {
+	keep := e.cfg.SpamFilter && spamKey == e.spamKey()
+	n := r.entries(len(r.b), "spam buckets")
+	e.spam.Resize(max(n, e.cfg.MaxKeys))
+	for range n {
+		key, tokens, last := r.str(), math.Float64frombits(r.u64()), r.int()
+		var events uint64
+		if version >= 3 {
+			events = min(r.uint(), uint64(e.states.Len()))
+		}
+		if r.err == nil && !(tokens >= 0) {
+			return fmt.Errorf("spam bucket %q holds %g tokens", key, tokens)
+		}
+		if r.err != nil || !keep {
+			continue
+		}
+		b := new(bucket)
+		b.set(e.cfg.SpamQPS, e.cfg.SpamBurst, tokens, last)
+		b.events = int(events)
+		if !add(e.spam, key, b) {
+			return fmt.Errorf("spam bucket %q twice", key)
+		}
+	}
+	return nil
 }

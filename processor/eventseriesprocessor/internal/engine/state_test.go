@@ -146,6 +146,7 @@ func TestStateRestoreFollowsShorterTimers(t *testing.T) {
 	t.Run("finish_after 1h to 1m", func(t *testing.T) {
 		short := long
 		short.FinishAfter = time.Minute
+		short.FinishMarker = true // the finish changes nothing: only the marker shows when it ends
 		r := restart(long, short)
 		d, ok := r.e.NextDeadline()
 		require.True(t, ok)
@@ -181,6 +182,7 @@ func TestStateRestoreFollowsShorterTimers(t *testing.T) {
 func TestStateSpamClockNeverStepsBack(t *testing.T) {
 	cfg := defaults()
 	cfg.FinishAfter, cfg.HeartbeatInterval = 10*time.Minute, 12*time.Minute
+	cfg.FinishMarker = true // the finish after the heartbeats changes nothing
 	r := newTester(t, cfg)
 	x, y := podEvent("web-1", "BackOff", "x"), podEvent("web-1", "Unhealthy", "y")
 	var taken int
@@ -221,6 +223,7 @@ func TestStateRestoreKeepsWhatFits(t *testing.T) {
 
 	small := cfg
 	small.MaxKeys = 3
+	small.FinishMarker = true // the dropped series' ends change nothing: the marker shows them
 	restored := newTester(t, small)
 	require.NoError(t, restored.e.Restore(r.e.Snapshot()))
 	require.Equal(t, 3, restored.e.Len())
@@ -251,6 +254,7 @@ func TestStateRestoreKeepsWhatFits(t *testing.T) {
 func TestStateTimerRecordsCarryTheLatestNote(t *testing.T) {
 	cfg := defaults()
 	cfg.HeartbeatInterval = 3 * time.Minute
+	cfg.FinishMarker = true // the finish after the heartbeats changes nothing
 	r := newTester(t, cfg)
 	for i, note := range []string{"probe failed: 500", "probe failed: 503"} {
 		r.at(time.Duration(i)*time.Minute, podEvent("web-1", "Unhealthy", note))
@@ -282,7 +286,9 @@ func TestStateTimerRecordsCarryTheLatestNote(t *testing.T) {
 // TestHostileHugeCountsSaturateStats (issue 11 item 7): counts claimed by
 // records (any int64) saturate in every counter, never wrap negative.
 func TestHostileHugeCountsSaturateStats(t *testing.T) {
-	r := newTester(t, defaults())
+	cfg := defaults()
+	cfg.FinishMarker = true // the count saturates at started: its finish changes nothing
+	r := newTester(t, cfg)
 	for i := range 4 {
 		ev := podEvent("web-1", "BackOff", "x")
 		ev.UID, ev.Count = fmt.Sprint("hostile-", i), math.MaxInt64
