@@ -22,14 +22,17 @@ lint:
 	$(GO) vet $(PKGS)
 	cd recorder && $(GO) vet ./...
 
-## bench: speed and memory next to client-go, and the write-count report per stream.
-bench: apiserver
+## bench: speed and memory next to client-go, the write-count and spam-filter reports per storm,
+## the exporter's writes, freshness and peak RSS under hostile input on the built collector.
+bench: apiserver otelcol
 	$(GO) test -run XXX -bench 'ConsumeLogs|Churn' -benchtime 1s -count 3 ./processor/eventseriesprocessor/
 	$(GO) test -run XXX -bench RetainedHeap -benchtime 2x ./processor/eventseriesprocessor/
-	$(GO) test -run TestWriteCountReport -count=1 -v ./processor/eventseriesprocessor/ | grep '^ *|'
+	$(GO) test -run 'TestWriteCountReport|TestSpamFilterReport' -count=1 -v ./processor/eventseriesprocessor/ | grep '^ *|'
 	$(GO) test -run XXX -bench BenchmarkReceiverMemoryVsStoredEvents -benchtime 1x -timeout 20m ./receiver/k8seventsreceiver/
 	cd recorder && $(GO) test -run XXX -bench Eventf -benchtime 100000x -count 3 .
 	cd recorder && $(GO) test -run XXX -bench Storm100k -benchtime 1x -count 3 .
+	$(GO) test -run XXX -bench BenchmarkWrites -benchtime 2000x ./exporter/k8seventexporter/
+	$(GO) test -run XXX -bench 'BenchmarkFreshness|BenchmarkHostileFieldsPeakRSS' -benchtime 1x -timeout 20m ./e2e/
 
 ## fuzz: a short coverage-guided run of every fuzz target (the seed corpora run in `make test`).
 fuzz:
