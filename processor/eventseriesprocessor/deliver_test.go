@@ -216,9 +216,16 @@ func TestFaultCallerGivesUpWhileDownstreamBlocks(t *testing.T) {
 	b.Time = t0
 	waiting, cancelWaiting := context.WithCancel(context.Background())
 	cancelWaiting()
-	err := h.p.ConsumeLogs(waiting, logsOf(b))
-	require.Error(t, err, "b waits for its turn behind a; its sender gave up")
-	require.False(t, consumererror.IsPermanent(err))
+	refused := make(chan error, 1)
+	go func() { refused <- h.p.ConsumeLogs(waiting, logsOf(b)) }()
+	select {
+	case err := <-refused:
+		require.Error(t, err, "b waits for its turn behind a; its sender gave up")
+		require.False(t, consumererror.IsPermanent(err))
+	case <-time.After(30 * time.Second): // generous: the answer is immediate
+		release()
+		t.Fatal("a sender that gave up waits for the blocked next consumer")
+	}
 
 	giveUp()
 	require.NoError(t, <-done, "a is counted: its record is kept, not refused")

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 	"sync"
 	"time"
 
@@ -332,15 +331,21 @@ func (p *eventSeriesProcessor) logProblem(problems k8sevent.Problem, ev *k8seven
 		zap.String("regarding", ev.Regarding.Kind+"/"+ev.Regarding.Namespace+"/"+ev.Regarding.Name))
 }
 
+// maxMetric is where the counters stop: the metrics SDK sums through
+// float64, exact up to 2^53 and wrapping to -2^63 near MaxInt64 (hostile
+// counts got there).
+const maxMetric = 1 << 53
+
 // report adds to the metrics what the engine counted since the last report.
-// The engine's counts only grow: one that went down wrapped past MaxInt64,
-// and the metric stays there. Metrics saturate; they never wrap.
+// The engine's counts only grow: one that went down wrapped past MaxInt64.
+// Counters saturate at maxMetric; they never wrap.
 func (p *eventSeriesProcessor) report(ctx context.Context, c *problemCounts) {
 	s, last, tb := &p.engine.Stats, &p.reported, p.telemetry
 	add := func(counter metric.Int64Counter, now int64, before *int64, attrs ...attribute.KeyValue) {
 		if now < *before {
-			now = math.MaxInt64
+			now = maxMetric
 		}
+		now = min(now, maxMetric)
 		if now > *before {
 			counter.Add(ctx, now-*before, metric.WithAttributes(attrs...))
 			*before = now
