@@ -88,7 +88,7 @@ func AssertEqualProcessorEventseriesHeartbeats(t *testing.T, tt *componenttest.T
 func AssertEqualProcessorEventseriesInvalidRecords(t *testing.T, tt *componenttest.Telemetry, dps []metricdata.DataPoint[int64], opts ...metricdatatest.Option) {
 	want := metricdata.Metrics{
 		Name:        "otelcol_processor_eventseries_invalid_records",
-		Description: "Records with a problem, by attribute problem (missing_reason, missing_regarding, bad_namespace, negative_count, zero_time, bad_type, long_note, long_field, bad_value, bad_controller, namespace_mismatch) and outcome (repaired, passed, dropped). [Alpha]",
+		Description: "Records with a problem, by attribute problem (missing_reason, missing_regarding, bad_namespace, negative_count, zero_time, bad_type, long_note, long_field, bad_value, bad_controller, namespace_mismatch) and outcome (repaired, dropped). [Alpha]",
 		Unit:        "{records}",
 		Data: metricdata.Sum[int64]{
 			Temporality: metricdata.CumulativeTemporality,
