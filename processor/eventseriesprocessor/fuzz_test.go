@@ -45,8 +45,10 @@ func FuzzConsumeLogs(f *testing.F) {
 	})
 }
 
-// fuzzClock is the processing clock of the fuzzed processors.
-var fuzzClock = t0.AddDate(2, 0, 0)
+// fuzzNow is the processing clock of the fuzzed processors, fixed: in
+// event time it bounds the watermark, and the far-future times the fuzzer
+// makes are clamped alike in each run.
+func fuzzNow() time.Time { return t0.AddDate(2, 0, 0) }
 
 // fuzzSeqKey tags every input record with its index, so that each output
 // record can be traced to the input record it was made of; the processor
@@ -440,9 +442,7 @@ func (c *fuzzCase) run(t *testing.T) []string {
 		})
 	}
 
-	// A fixed processing clock: in event time it bounds the watermark, and
-	// the far-future times the fuzzer makes are clamped alike in each run.
-	h := newHarnessWith(t, c.mutate, func() time.Time { return fuzzClock }, &faultSink{})
+	h := newHarnessWith(t, c.mutate, fuzzNow, &faultSink{})
 	for _, ld := range c.batches {
 		require.NoError(t, h.p.ConsumeLogs(context.Background(), ld))
 	}
