@@ -184,9 +184,12 @@ func TestStateIsSavedWhileRunning(t *testing.T) {
 }
 
 // TestTimersDueWhileDownFireAtStart: a series whose finish_after passed
-// while the collector was down finishes right after the start, not at the
-// next record. The processing clock is the test's: the first run cannot
-// reach the deadline however slow the machine, the second starts past it.
+// while the collector was down has ended when it starts again: the next
+// occurrence of the Event object starts a new series (a new object), and
+// what the old object gets after the restart, if anything, is its end with
+// the count it had. The processing clock is the test's: the first run
+// cannot reach the deadline however slow the machine, the second starts
+// past it.
 func TestTimersDueWhileDownFireAtStart(t *testing.T) {
 	dir := t.TempDir()
 	clock := clocktesting.NewFakeClock(t0)
@@ -195,18 +198,30 @@ func TestTimersDueWhileDownFireAtStart(t *testing.T) {
 	first.feed(t, watched(), clock.Now(), 1, 2, 3)
 	require.NoError(t, first.p.Shutdown(context.Background()))
 	stop()
-	require.Equal(t, []string{"singleton", "started", "ongoing"}, collect(t, first.sink).states[first.sink.name(t)],
+	old := first.sink.name(t)
+	require.Equal(t, []string{"singleton", "started", "ongoing"}, collect(t, first.sink).states[old],
 		"nothing finished before the stop")
 
 	clock.Step(createDefaultConfig().Series.FinishAfter + time.Minute) // down for longer than finish_after
 	h, stop = fileStorage(t, dir)
 	defer stop()
 	second := startRunAt(t, h, nil, clock.Now)
-	require.Eventually(t, func() bool { return second.sink.LogRecordCount() == 1 }, 10*time.Second, 10*time.Millisecond)
-	recs := flatten(second.sink.AllLogs()[0])
-	assert.Equal(t, k8sevent.StateFinished, recs[0].str(k8sevent.AttrSeriesState))
-	assert.Equal(t, "3", recs[0].str(k8sevent.AttrSeriesCount))
+	second.feed(t, watched(), clock.Now(), 4)
 	require.NoError(t, second.p.Shutdown(context.Background()))
+	for _, ld := range second.sink.AllLogs() {
+		for _, r := range flatten(ld) {
+			ev := r.event(t)
+			if ev.Name == old {
+				assert.Equal(t, k8sevent.StateFinished, ev.SeriesState, "the old series only ends")
+				assert.Equal(t, int64(3), ev.SeriesCount)
+				continue
+			}
+			assert.Equal(t, k8sevent.StateSingleton, ev.SeriesState, "a new series, not count 4 of the old one")
+		}
+	}
+	objects := seriesWritten(t, first.sink, second.sink)
+	assert.Len(t, objects, 2, "the old object and the new one: %v", objects)
+	assert.Equal(t, int64(4), sum(objects), "4 occurrences: %v", objects)
 }
 
 // crash stops p as a killed collector would leave it: no flush, no save.
