@@ -21,8 +21,9 @@ import (
 // faultScript is a storm in event time whose output meets every kind of
 // record: A's singleton and started, A's finished (a timer record decided
 // while B is observed), B's singleton and started, C's singleton, and the
-// shutdown flush of B. 6 occurrences; 6 calls to the next consumer when
-// none is refused.
+// shutdown flush of B. Each series' last occurrence is folded into its
+// count, so its end (finished, flush) carries a count not written before.
+// 7 occurrences; 6 calls to the next consumer when none is refused.
 func faultScript() []plog.Logs {
 	at := func(pod, reason string, d time.Duration) plog.Logs {
 		ev := podEvent(pod, reason, "x")
@@ -35,11 +36,12 @@ func faultScript() []plog.Logs {
 		at("a", "BackOff", 2*time.Second), // folded into the count: no record
 		at("b", "Unhealthy", 10*time.Minute),
 		at("b", "Unhealthy", 10*time.Minute+time.Second),
+		at("b", "Unhealthy", 10*time.Minute+1500*time.Millisecond), // folded
 		at("c", "Failed", 10*time.Minute+2*time.Second),
 	}
 }
 
-const faultScriptOccurrences = 6
+const faultScriptOccurrences = 7
 
 // noBackgroundRetry leaves every retry to the callers, so that the calls
 // to the next consumer are numbered the same in every run.
@@ -189,7 +191,7 @@ func TestFaultShutdownRefusedWithoutStorageSaysWhatIsLost(t *testing.T) {
 	h := newHarnessWith(t, eventTime, time.Now, sink)
 	ev := podEvent("a", "BackOff", "x")
 	ev.Time = t0
-	h.consume(logsOf(ev, ev))
+	h.consume(logsOf(ev, ev, ev)) // the flush has count 3 to write
 	sink.setRefuse(-1, nil)
 	err := h.p.Shutdown(context.Background())
 	require.ErrorContains(t, err, "1 records lost at shutdown (no storage)")
