@@ -17,9 +17,13 @@ type Config struct {
 	Mode string `mapstructure:"mode"`
 	// TimeSource: "processing" (wall clock) or "event" (record timestamps as a watermark).
 	TimeSource string `mapstructure:"time_source"`
+	// EventTimeMaxLead bounds, in event time, how far past the processing
+	// clock one record may move the watermark.
+	EventTimeMaxLead time.Duration `mapstructure:"event_time_max_lead"`
 	// MaxKeys bounds each cache.
 	MaxKeys int `mapstructure:"max_keys"`
-	// NonEventRecords: "pass" or "drop" records that carry no valid Event.
+	// NonEventRecords: "pass" or "drop" records that carry no Event (an Event
+	// record that cannot be made valid is always dropped).
 	NonEventRecords string `mapstructure:"non_event_records"`
 	// Storage is a storage extension that keeps the state across restarts; nil: none.
 	Storage *component.ID `mapstructure:"storage"`
@@ -69,10 +73,11 @@ var spamKeyParts = []string{"source", "object", "type", "reason"}
 
 func createDefaultConfig() *Config {
 	return &Config{
-		Mode:            modeSeries,
-		TimeSource:      timeProcessing,
-		MaxKeys:         4096,
-		NonEventRecords: recordsPass,
+		Mode:             modeSeries,
+		TimeSource:       timeProcessing,
+		EventTimeMaxLead: time.Minute,
+		MaxKeys:          4096,
+		NonEventRecords:  recordsPass,
 		Series: SeriesConfig{
 			FinishAfter:               6 * time.Minute,
 			HeartbeatInterval:         30 * time.Minute,
@@ -98,6 +103,7 @@ func (cfg *Config) Validate() error {
 	}
 	check(cfg.Mode == modeSeries || cfg.Mode == modeLegacy, "mode: %q is not series or legacy", cfg.Mode)
 	check(cfg.TimeSource == timeProcessing || cfg.TimeSource == timeEvent, "time_source: %q is not processing or event", cfg.TimeSource)
+	check(cfg.EventTimeMaxLead >= 0, "event_time_max_lead: must not be negative, have %s", cfg.EventTimeMaxLead)
 	check(cfg.MaxKeys > 0, "max_keys: must be positive, have %d", cfg.MaxKeys)
 	check(cfg.NonEventRecords == recordsPass || cfg.NonEventRecords == recordsDrop, "non_event_records: %q is not pass or drop", cfg.NonEventRecords)
 	check(cfg.Series.FinishAfter > 0, "series.finish_after: must be positive, have %s", cfg.Series.FinishAfter)

@@ -27,17 +27,22 @@ type harness struct {
 }
 
 func newHarness(t testing.TB, mutate func(*Config)) *harness {
+	return newHarnessWith(t, mutate, time.Now, &faultSink{})
+}
+
+// newHarnessWith runs the processor on clock (its processing clock) into
+// sink, which may refuse or block.
+func newHarnessWith(t testing.TB, mutate func(*Config), clock func() time.Time, sink logsSink) *harness {
 	cfg := createDefaultConfig()
 	if mutate != nil {
 		mutate(cfg)
 	}
 	require.NoError(t, cfg.Validate())
 	tel := componenttest.NewTelemetry()
-	sink := new(consumertest.LogsSink)
-	p, err := NewFactory().CreateLogs(context.Background(), metadatatest.NewSettings(tel), cfg, sink)
+	p, err := newProcessor(metadatatest.NewSettings(tel), cfg, sink, clock)
 	require.NoError(t, err)
 	require.NoError(t, p.Start(context.Background(), componenttest.NewNopHost()))
-	h := &harness{t: t, p: p.(*eventSeriesProcessor), sink: sink, tel: tel}
+	h := &harness{t: t, p: p, sink: sink.base(), tel: tel}
 	t.Cleanup(func() {
 		_ = h.p.Shutdown(context.Background())
 		_ = tel.Shutdown(context.Background())

@@ -13,8 +13,12 @@ import (
 )
 
 // stateKey is where the engine's snapshot is kept, in the storage client of
-// this processor's ID.
-const stateKey = "engine"
+// this processor's ID; pendingKey where the records it decided and the next
+// consumer has not taken yet are kept, written in the same batch.
+const (
+	stateKey   = "engine"
+	pendingKey = "pending"
+)
 
 // saveInterval bounds what a crash loses: the state of the last seconds.
 // Saving is a snapshot under the lock (milliseconds for full caches) and a
@@ -22,10 +26,13 @@ const stateKey = "engine"
 const saveInterval = 5 * time.Second
 
 // restore opens the storage client and restores the engine from its
-// snapshot. No snapshot is a first start. A snapshot the engine refuses
-// (corrupt, another version, mode or series key) is logged and counted and
-// the processor starts empty: that costs what a restart without storage
-// costs, while failing would stop the pipeline until someone deletes it.
+// snapshot, and the records waiting for the next consumer: they go out
+// before anything else. No snapshot is a first start. A snapshot the
+// engine refuses (corrupt, another version, mode or series key) is logged
+// and counted and the processor starts empty: that costs what a restart
+// without storage costs, while failing would stop the pipeline until
+// someone deletes it. The waiting records are sent even then: they were
+// decided and counted.
 func (p *eventSeriesProcessor) restore(ctx context.Context, host component.Host) error {
 	if p.cfg.Storage == nil {
 		return nil
@@ -38,17 +45,19 @@ func (p *eventSeriesProcessor) restore(ctx context.Context, host component.Host)
 	if err != nil {
 		return fmt.Errorf("eventseries: storage %q: %w", p.cfg.Storage, err)
 	}
-	snap, err := client.Get(ctx, stateKey)
-	if err != nil {
+	snapOp, pendingOp := storage.GetOperation(stateKey), storage.GetOperation(pendingKey)
+	if err := client.Batch(ctx, snapOp, pendingOp); err != nil {
 		_ = client.Close(ctx)
 		return fmt.Errorf("eventseries: read the state from storage %q: %w", p.cfg.Storage, err)
 	}
 	p.store = client
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.restorePending(ctx, pendingOp.Value)
+	snap := snapOp.Value
 	if snap == nil {
 		return nil
 	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
 	if err := p.engine.Restore(snap); err != nil {
 		p.logger.Error("Saved state discarded: the processor starts empty", zap.Error(err), zap.Int("bytes", len(snap)))
 		p.stateError(ctx, "restore")
@@ -58,8 +67,25 @@ func (p *eventSeriesProcessor) restore(ctx context.Context, host component.Host)
 		p.watermark = p.engine.Now()
 	}
 	p.armTimer() // deadlines passed while the collector was down are due now
-	p.logger.Info("State restored", zap.Int("open_entries", p.engine.Len()), zap.Int("bytes", len(snap)))
+	p.logger.Info("State restored", zap.Int("open_entries", p.engine.Len()), zap.Int("bytes", len(snap)),
+		zap.Int("waiting_records", p.pending.records))
 	return nil
+}
+
+// restorePending takes the saved records that wait for the next consumer;
+// the caller holds p.mu.
+func (p *eventSeriesProcessor) restorePending(ctx context.Context, b []byte) {
+	if len(b) == 0 {
+		return
+	}
+	o, err := unmarshalOutbox(b)
+	if err != nil {
+		p.logger.Error("Saved records waiting for the next consumer discarded", zap.Error(err), zap.Int("bytes", len(b)))
+		p.stateError(ctx, "restore")
+		return
+	}
+	p.pending = o
+	p.wakeUp() // sent first, even before any input
 }
 
 // runSaves saves the state every saveInterval while it changes.
@@ -79,8 +105,11 @@ func (p *eventSeriesProcessor) runSaves() {
 	}
 }
 
-// save writes the engine's snapshot to storage if it changed since the last
-// save. The write runs outside the lock: records keep flowing meanwhile.
+// save writes the engine's snapshot and the records waiting for the next
+// consumer to storage, in one batch, if they changed since the last save.
+// Both are taken under p.mu, which is never held across a call to the next
+// consumer: a blocked one does not hold up saves. The write runs outside
+// the lock: records keep flowing meanwhile.
 func (p *eventSeriesProcessor) save(ctx context.Context) error {
 	p.mu.Lock()
 	if !p.dirty {
@@ -88,9 +117,13 @@ func (p *eventSeriesProcessor) save(ctx context.Context) error {
 		return nil
 	}
 	snap := p.engine.Snapshot()
+	pendingOp := storage.DeleteOperation(pendingKey)
+	if waiting := p.pending.marshal(); len(waiting) > 0 {
+		pendingOp = storage.SetOperation(pendingKey, waiting)
+	}
 	p.dirty = false
 	p.mu.Unlock()
-	if err := p.store.Set(ctx, stateKey, snap); err != nil {
+	if err := p.store.Batch(ctx, storage.SetOperation(stateKey, snap), pendingOp); err != nil {
 		p.mu.Lock()
 		p.dirty = true
 		p.mu.Unlock()

@@ -10,12 +10,13 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/component/componenttest"
-	"go.opentelemetry.io/collector/consumer/consumertest"
 	"go.opentelemetry.io/collector/extension/extensiontest"
 	"go.opentelemetry.io/collector/extension/xextension/storage"
+	"go.opentelemetry.io/collector/pdata/plog"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata/metricdatatest"
+	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/k8sevents/otel-k8sevents/internal/k8sevent"
 	"github.com/k8sevents/otel-k8sevents/processor/eventseriesprocessor/internal/metadata"
@@ -44,7 +45,7 @@ func fileStorage(t *testing.T, dir string) (h host, stop func()) {
 // run is one collector run: a processor with storage on h.
 type run struct {
 	p    *eventSeriesProcessor
-	sink *consumertest.LogsSink
+	sink *faultSink
 	tel  *componenttest.Telemetry
 }
 
@@ -57,6 +58,19 @@ func startRun(t *testing.T, h host, mutate func(*Config)) *run {
 
 func newRun(t *testing.T, mutate func(*Config)) *run {
 	t.Helper()
+	return newRunAt(t, mutate, time.Now)
+}
+
+// startRunAt starts a run whose processing clock is clock.
+func startRunAt(t *testing.T, h host, mutate func(*Config), clock func() time.Time) *run {
+	t.Helper()
+	r := newRunAt(t, mutate, clock)
+	require.NoError(t, r.p.Start(context.Background(), h))
+	return r
+}
+
+func newRunAt(t *testing.T, mutate func(*Config), clock func() time.Time) *run {
+	t.Helper()
 	cfg := createDefaultConfig()
 	id := storageID
 	cfg.Storage = &id
@@ -64,11 +78,11 @@ func newRun(t *testing.T, mutate func(*Config)) *run {
 		mutate(cfg)
 	}
 	require.NoError(t, cfg.Validate())
-	r := &run{sink: new(consumertest.LogsSink), tel: componenttest.NewTelemetry()}
+	r := &run{sink: &faultSink{}, tel: componenttest.NewTelemetry()}
 	t.Cleanup(func() { _ = r.tel.Shutdown(context.Background()) })
-	p, err := NewFactory().CreateLogs(context.Background(), metadatatest.NewSettings(r.tel), cfg, r.sink)
+	p, err := newProcessor(metadatatest.NewSettings(r.tel), cfg, r.sink, clock)
 	require.NoError(t, err)
-	r.p = p.(*eventSeriesProcessor)
+	r.p = p
 	return r
 }
 
@@ -82,7 +96,7 @@ func (r *run) feed(t *testing.T, ev k8sevent.Event, at time.Time, counts ...int6
 }
 
 // seriesWritten returns the last count written for each Event object.
-func seriesWritten(t *testing.T, sinks ...*consumertest.LogsSink) map[string]int64 {
+func seriesWritten(t *testing.T, sinks ...interface{ AllLogs() []plog.Logs }) map[string]int64 {
 	last := map[string]int64{}
 	for _, sink := range sinks {
 		for _, ld := range sink.AllLogs() {
@@ -170,41 +184,50 @@ func TestStateIsSavedWhileRunning(t *testing.T) {
 }
 
 // TestTimersDueWhileDownFireAtStart: a series whose finish_after passed
-// while the collector was down finishes right after the start, not at the
-// next record.
+// while the collector was down has ended when it starts again: the next
+// occurrence of the Event object starts a new series (a new object), and
+// what the old object gets after the restart, if anything, is its end with
+// the count it had. The processing clock is the test's: the first run
+// cannot reach the deadline however slow the machine, the second starts
+// past it.
 func TestTimersDueWhileDownFireAtStart(t *testing.T) {
 	dir := t.TempDir()
-	short := func(cfg *Config) { cfg.Series.FinishAfter = 300 * time.Millisecond }
+	clock := clocktesting.NewFakeClock(t0)
 	h, stop := fileStorage(t, dir)
-	first := startRun(t, h, short)
-	first.feed(t, watched(), time.Now(), 1, 2, 3)
+	first := startRunAt(t, h, nil, clock.Now)
+	first.feed(t, watched(), clock.Now(), 1, 2, 3)
 	require.NoError(t, first.p.Shutdown(context.Background()))
 	stop()
-	time.Sleep(400 * time.Millisecond)
+	old := first.sink.name(t)
+	require.Equal(t, []string{"singleton", "started", "ongoing"}, collect(t, first.sink).states[old],
+		"nothing finished before the stop")
 
+	clock.Step(createDefaultConfig().Series.FinishAfter + time.Minute) // down for longer than finish_after
 	h, stop = fileStorage(t, dir)
 	defer stop()
-	second := startRun(t, h, short)
-	// The shutdown wrote count 3, so the series' end changes nothing and
-	// sends no record (README, "Series records"). It ended all the same:
-	// the next occurrence of the Event object starts a new series.
-	second.feed(t, watched(), time.Now(), 4)
-	require.Eventually(t, func() bool { return second.sink.LogRecordCount() == 1 }, 10*time.Second, 10*time.Millisecond)
-	recs := flatten(second.sink.AllLogs()[0])
-	assert.Equal(t, k8sevent.StateSingleton, recs[0].str(k8sevent.AttrSeriesState), "a new series, not count 4 of the old one")
-	var firstNames []string
-	for _, ld := range first.sink.AllLogs() {
+	second := startRunAt(t, h, nil, clock.Now)
+	second.feed(t, watched(), clock.Now(), 4)
+	require.NoError(t, second.p.Shutdown(context.Background()))
+	for _, ld := range second.sink.AllLogs() {
 		for _, r := range flatten(ld) {
-			firstNames = append(firstNames, r.str(k8sevent.AttrEventName))
+			ev := r.event(t)
+			if ev.Name == old {
+				assert.Equal(t, k8sevent.StateFinished, ev.SeriesState, "the old series only ends")
+				assert.Equal(t, int64(3), ev.SeriesCount)
+				continue
+			}
+			assert.Equal(t, k8sevent.StateSingleton, ev.SeriesState, "a new series, not count 4 of the old one")
 		}
 	}
-	assert.NotContains(t, firstNames, recs[0].str(k8sevent.AttrEventName))
-	require.NoError(t, second.p.Shutdown(context.Background()))
+	objects := seriesWritten(t, first.sink, second.sink)
+	assert.Len(t, objects, 2, "the old object and the new one: %v", objects)
+	assert.Equal(t, int64(4), sum(objects), "4 occurrences: %v", objects)
 }
 
 // crash stops p as a killed collector would leave it: no flush, no save.
 func crash(t *testing.T, p *eventSeriesProcessor) {
 	close(p.done)
+	p.cancelRun()
 	p.wg.Wait()
 	require.NoError(t, p.store.Close(context.Background()))
 	p.telemetry.Shutdown()

@@ -9,7 +9,6 @@ import (
 
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/consumer"
-	"go.opentelemetry.io/collector/consumer/consumererror"
 	"go.opentelemetry.io/collector/extension/xextension/storage"
 	"go.opentelemetry.io/collector/pdata/plog"
 	"go.opentelemetry.io/collector/processor"
@@ -28,7 +27,8 @@ const problemLogInterval = time.Minute
 
 // eventSeriesProcessor is the shell around engine.Engine: it decodes
 // records, tells the engine the time, turns its emissions into records,
-// runs its timers in processing time and reports what it counted.
+// hands them to the next consumer in the order decided (deliver.go), runs
+// its timers in processing time and reports what it counted.
 type eventSeriesProcessor struct {
 	cfg       *Config
 	id        component.ID
@@ -37,21 +37,33 @@ type eventSeriesProcessor struct {
 	telemetry *metadata.TelemetryBuilder
 	clock     func() time.Time
 	eventTime bool
+	maxLead   int64 // event time: how far past the processing clock one record may move the watermark
 
-	mu        sync.Mutex // guards everything below, and orders what goes to next
-	engine    *engine.Engine
-	watermark int64
-	reported  engine.Stats
-	logRate   *ratelog.Limiter[k8sevent.Problem]
-	timerAt   int64 // deadline the timer goroutine waits for; 0 when none
-	dirty     bool  // the engine changed since the last save
+	// turn is held by whoever decides records and hands them to next: the
+	// output leaves in the order decided, and p.mu is never held across a
+	// call to next, so a blocked next holds up neither saves nor metrics.
+	turn chan struct{}
 
-	store     storage.Client // nil without storage
-	saveEvery time.Duration
+	mu         sync.Mutex // guards everything below
+	engine     *engine.Engine
+	watermark  int64
+	pending    outbox // decided, not yet taken by next
+	reported   engine.Stats
+	logRate    *ratelog.Limiter[k8sevent.Problem]
+	refusalLog *ratelog.Limiter[string]
+	timerAt    int64         // deadline the goroutine waits for; 0 when none
+	dirty      bool          // the engine or the outbox changed since the last save
+	backoff    time.Duration // before the next retry of refused records
 
-	wake chan struct{}
-	done chan struct{}
-	wg   sync.WaitGroup
+	store              storage.Client // nil without storage
+	saveEvery          time.Duration
+	retryMin, retryMax time.Duration
+
+	wake      chan struct{}
+	done      chan struct{}
+	runCtx    context.Context // of the goroutines' calls to next; cancelled at shutdown
+	cancelRun context.CancelFunc
+	wg        sync.WaitGroup
 }
 
 func newProcessor(set processor.Settings, cfg *Config, next consumer.Logs, clock func() time.Time) (*eventSeriesProcessor, error) {
@@ -63,14 +75,23 @@ func newProcessor(set processor.Settings, cfg *Config, next consumer.Logs, clock
 	if err != nil {
 		return nil, fmt.Errorf("eventseries telemetry: %w", err)
 	}
+	runCtx, cancelRun := context.WithCancel(context.Background())
 	return &eventSeriesProcessor{
 		cfg: cfg, id: set.ID, next: next, logger: set.Logger, telemetry: tb, clock: clock,
-		eventTime: cfg.TimeSource == timeEvent,
-		saveEvery: saveInterval,
-		engine:    eng,
-		logRate:   ratelog.New[k8sevent.Problem](problemLogInterval),
-		wake:      make(chan struct{}, 1),
-		done:      make(chan struct{}),
+		eventTime:  cfg.TimeSource == timeEvent,
+		maxLead:    int64(cfg.EventTimeMaxLead),
+		turn:       make(chan struct{}, 1),
+		saveEvery:  saveInterval,
+		retryMin:   retryMin,
+		retryMax:   retryMax,
+		backoff:    retryMin,
+		engine:     eng,
+		logRate:    ratelog.New[k8sevent.Problem](problemLogInterval),
+		refusalLog: ratelog.New[string](problemLogInterval),
+		wake:       make(chan struct{}, 1),
+		done:       make(chan struct{}),
+		runCtx:     runCtx,
+		cancelRun:  cancelRun,
 	}, nil
 }
 
@@ -82,10 +103,8 @@ func (p *eventSeriesProcessor) Start(ctx context.Context, host component.Host) e
 	if err := p.restore(ctx, host); err != nil {
 		return err
 	}
-	if !p.eventTime {
-		p.wg.Add(1)
-		go p.runTimers()
-	}
+	p.wg.Add(1)
+	go p.run()
 	if p.store != nil {
 		p.wg.Add(1)
 		go p.runSaves()
@@ -93,9 +112,12 @@ func (p *eventSeriesProcessor) Start(ctx context.Context, host component.Host) e
 	return nil
 }
 
-// Shutdown stops the timers, emits the state of every open series and
-// saves the state. The flush keeps the caches, so a restored series goes on
-// under its name and its next record updates the object the flush wrote.
+// Shutdown stops the goroutines, emits the state of every open series,
+// hands what waits to the next consumer and saves the state. The flush
+// keeps the caches, so a restored series goes on under its name and its
+// next record updates the object the flush wrote. With storage the state,
+// what waits included, is saved before the last delivery too: a collector
+// killed while the next consumer blocks loses nothing.
 func (p *eventSeriesProcessor) Shutdown(ctx context.Context) error {
 	select {
 	case <-p.done:
@@ -103,24 +125,82 @@ func (p *eventSeriesProcessor) Shutdown(ctx context.Context) error {
 	default:
 		close(p.done)
 	}
+	p.cancelRun()
 	p.wg.Wait()
 	defer p.telemetry.Shutdown()
-	p.mu.Lock()
-	err := p.forward(ctx, p.engine.Flush(p.now(0)))
-	p.dirty = true // the flush marks what it emitted
-	p.mu.Unlock()
-	if p.store == nil {
-		return err
+	var errs []error
+	if err := p.takeTurn(ctx); err != nil {
+		errs = append(errs, fmt.Errorf("eventseries: no shutdown flush, a delivery is still running: %w", err))
+	} else {
+		p.mu.Lock()
+		out := p.timerRecords(p.engine.Flush(p.now(0)))
+		p.hold(&out)
+		p.dirty = true // the flush marks what it emitted
+		p.report(ctx, &problemCounts{})
+		p.mu.Unlock()
+		if p.store != nil {
+			errs = append(errs, p.save(ctx))
+		}
+		errs = append(errs, p.undelivered(p.deliver(ctx)))
+		p.endTurn()
 	}
-	return errors.Join(err, p.save(ctx), p.store.Close(ctx))
+	if p.store != nil {
+		errs = append(errs, p.save(ctx), p.store.Close(ctx))
+	}
+	return errors.Join(errs...)
 }
 
-func (p *eventSeriesProcessor) ConsumeLogs(ctx context.Context, ld plog.Logs) error {
+// undelivered says what becomes of the records the next consumer refused
+// at shutdown: kept in storage, sent after the restart; or lost.
+func (p *eventSeriesProcessor) undelivered(err error) error {
+	if err == nil {
+		return nil
+	}
 	p.mu.Lock()
-	defer p.mu.Unlock()
+	n := p.pending.records
+	p.mu.Unlock()
+	if p.store != nil {
+		p.logger.Warn("Records the next consumer refused at shutdown are kept in storage and sent after the restart",
+			zap.Int("records", n), zap.Error(err))
+		return nil
+	}
+	return fmt.Errorf("eventseries: %d records lost at shutdown (no storage), the next consumer refused them: %w", n, err)
+}
+
+// ConsumeLogs first hands the next consumer what waits. While that is
+// refused, the batch is refused, retryable and not counted, so the
+// sender's retry counts it exactly once. Once counted, the batch's records
+// are this processor's: refused, they wait (first in line, saved with the
+// state) and nil is returned, as a retry would count them twice.
+func (p *eventSeriesProcessor) ConsumeLogs(ctx context.Context, ld plog.Logs) error {
+	if err := p.takeTurn(ctx); err != nil {
+		return fmt.Errorf("eventseries: batch not counted, earlier records are still being delivered: %w", err)
+	}
+	defer p.endTurn()
+	if err := p.deliver(ctx); err != nil {
+		p.mu.Lock()
+		n := p.pending.records
+		p.mu.Unlock()
+		p.wakeUp()
+		return fmt.Errorf("eventseries: batch not counted, %d earlier records wait for the next consumer: %w", n, err)
+	}
+	p.mu.Lock()
+	out := p.observe(ctx, ld)
+	p.hold(&out)
+	p.armTimer()
+	p.mu.Unlock()
+	if p.deliver(ctx) != nil {
+		p.wakeUp() // retries with backoff
+	}
+	return nil
+}
+
+// observe decides the batch's records; the caller holds p.mu and the turn.
+func (p *eventSeriesProcessor) observe(ctx context.Context, ld plog.Logs) output {
 	out := output{legacy: p.cfg.Mode == modeLegacy}
 	var counts problemCounts
 	batchNow := p.now(0)
+	limit := p.clock().UnixNano() + p.maxLead // event time: the watermark goes no further
 	opts := k8sevent.DecodeOptions{SkipTimes: true}
 	rls := ld.ResourceLogs()
 	for i := range rls.Len() {
@@ -148,16 +228,15 @@ func (p *eventSeriesProcessor) ConsumeLogs(ctx context.Context, ld plog.Logs) er
 				}
 				now := batchNow
 				if p.eventTime {
-					now = p.now(ev.Time.UnixNano())
+					now = p.eventNow(ev.Time.UnixNano(), limit, &counts)
 				}
 				repaired, fatal := k8sevent.Sanitize(&ev, time.Unix(0, now))
 				problems |= resProblems | repaired
 				if fatal != 0 {
-					counts.add(problems|fatal, p.outcome())
+					// An Event record that cannot be made valid is dropped
+					// whatever non_event_records says: it would not write.
+					counts.add(problems|fatal, "dropped")
 					p.logProblem(problems|fatal, &ev)
-					if p.cfg.NonEventRecords == recordsPass {
-						out.pass(src, rl, sl, lr)
-					}
 					continue
 				}
 				if problems != 0 {
@@ -176,21 +255,10 @@ func (p *eventSeriesProcessor) ConsumeLogs(ctx context.Context, ld plog.Logs) er
 	}
 	p.report(ctx, &counts)
 	p.dirty = true
-	p.armTimer()
-	if out.len() == 0 {
-		return nil
-	}
-	if err := p.next.ConsumeLogs(ctx, out.logs); err != nil {
-		// The occurrences are counted: a sender that retried the batch would
-		// have them counted twice. The next record of each series carries its
-		// cumulative count, so what was refused here is caught up then.
-		return consumererror.NewPermanent(fmt.Errorf("eventseries: %d records refused downstream after their occurrences were counted: %w", out.len(), err))
-	}
-	return nil
+	return out
 }
 
-// now is the engine time: wall clock in processing time; in event time the
-// watermark, moved on by t (an occurrence time) when later.
+// now is the engine time: wall clock in processing time, else the watermark.
 func (p *eventSeriesProcessor) now(t int64) int64 {
 	if !p.eventTime {
 		return p.clock().UnixNano()
@@ -199,68 +267,43 @@ func (p *eventSeriesProcessor) now(t int64) int64 {
 	return p.watermark
 }
 
-// forward sends timer records on; the caller holds p.mu.
-func (p *eventSeriesProcessor) forward(ctx context.Context, ems []engine.Emission) error {
+// eventNow moves the watermark on to the occurrence time t, but not past
+// limit (the processing clock plus event_time_max_lead): one record stamped
+// years ahead would otherwise end every open series at once and stop the
+// timers of every later one. The record keeps its time; only the clock is
+// held back, and the record is counted.
+func (p *eventSeriesProcessor) eventNow(t, limit int64, c *problemCounts) int64 {
+	if t > limit {
+		t = limit
+		c.clamped++
+	}
+	return p.now(t)
+}
+
+// timerRecords makes the records of emissions no input carries; the caller holds p.mu.
+func (p *eventSeriesProcessor) timerRecords(ems []engine.Emission) output {
 	out := output{legacy: p.cfg.Mode == modeLegacy}
 	for i := range ems {
 		out.emitTimer(&ems[i])
 	}
-	p.report(ctx, &problemCounts{})
-	if out.len() == 0 {
-		return nil
-	}
-	if err := p.next.ConsumeLogs(ctx, out.logs); err != nil {
-		return fmt.Errorf("eventseries: send %d timer records: %w", out.len(), err)
-	}
-	return nil
+	return out
 }
 
-// runTimers fires the engine's deadlines in processing time.
-func (p *eventSeriesProcessor) runTimers() {
-	defer p.wg.Done()
-	timer := time.NewTimer(time.Hour)
-	defer timer.Stop()
-	for {
-		select {
-		case <-p.done:
-			return
-		case <-p.wake:
-		case <-timer.C:
-			p.mu.Lock()
-			p.timerAt, p.dirty = 0, true
-			if err := p.forward(context.Background(), p.engine.Advance(p.now(0))); err != nil {
-				p.logger.Warn("Dropped timer records", zap.Error(err))
-			}
-			p.mu.Unlock()
-		}
-		p.mu.Lock()
-		wait := time.Hour
-		if d, ok := p.engine.NextDeadline(); ok {
-			p.timerAt = d
-			wait = max(time.Duration(d-p.now(0)), 0)
-		}
-		p.mu.Unlock()
-		timer.Reset(wait)
-	}
-}
-
-// armTimer wakes the timer goroutine when the next deadline moved earlier
-// than the one it waits for.
+// armTimer wakes the goroutine when the next deadline moved earlier than
+// the one it waits for.
 func (p *eventSeriesProcessor) armTimer() {
 	if p.eventTime {
 		return
 	}
 	if d, ok := p.engine.NextDeadline(); ok && (p.timerAt == 0 || d < p.timerAt) {
-		select {
-		case p.wake <- struct{}{}:
-		default:
-		}
+		p.wakeUp()
 	}
 }
 
 // problemCounts gathers a batch's bad input for one metric update.
 type problemCounts struct {
 	nonEvent int64
+	clamped  int64               // event time: records more than event_time_max_lead ahead
 	invalid  map[[2]string]int64 // problem, outcome
 }
 
@@ -271,7 +314,7 @@ func (c *problemCounts) add(problems k8sevent.Problem, outcome string) {
 	problems.Each(func(name string) { c.invalid[[2]string{name, outcome}]++ })
 }
 
-// outcome names what happens to records without a valid Event.
+// outcome names what happens to records without an Event.
 func (p *eventSeriesProcessor) outcome() string {
 	if p.cfg.NonEventRecords == recordsDrop {
 		return "dropped"
@@ -288,31 +331,47 @@ func (p *eventSeriesProcessor) logProblem(problems k8sevent.Problem, ev *k8seven
 		zap.String("regarding", ev.Regarding.Kind+"/"+ev.Regarding.Namespace+"/"+ev.Regarding.Name))
 }
 
+// maxMetric is where the counters stop: the metrics SDK sums through
+// float64, exact up to 2^53 and wrapping to -2^63 near MaxInt64 (hostile
+// counts got there).
+const maxMetric = 1 << 53
+
 // report adds to the metrics what the engine counted since the last report.
+// The engine's counts only grow: one that went down wrapped past MaxInt64.
+// Counters saturate at maxMetric; they never wrap.
 func (p *eventSeriesProcessor) report(ctx context.Context, c *problemCounts) {
-	s, last, tb := p.engine.Stats, &p.reported, p.telemetry
-	add := func(counter metric.Int64Counter, now, before int64, attrs ...attribute.KeyValue) {
-		if now != before {
-			counter.Add(ctx, now-before, metric.WithAttributes(attrs...))
+	s, last, tb := &p.engine.Stats, &p.reported, p.telemetry
+	add := func(counter metric.Int64Counter, now int64, before *int64, attrs ...attribute.KeyValue) {
+		if now < *before {
+			now = maxMetric
+		}
+		now = min(now, maxMetric)
+		if now > *before {
+			counter.Add(ctx, now-*before, metric.WithAttributes(attrs...))
+			*before = now
 		}
 	}
-	add(tb.ProcessorEventseriesOccurrences, s.Occurrences, last.Occurrences)
+	add(tb.ProcessorEventseriesOccurrences, s.Occurrences, &last.Occurrences)
 	for kind, name := range engine.KindNames {
 		if name == "" {
 			name = "legacy"
 		}
-		add(tb.ProcessorEventseriesRecordsOut, s.Out[kind], last.Out[kind], attribute.String("state", name))
+		add(tb.ProcessorEventseriesRecordsOut, s.Out[kind], &last.Out[kind], attribute.String("state", name))
 	}
-	add(tb.ProcessorEventseriesCompressed, s.Compressed, last.Compressed)
-	add(tb.ProcessorEventseriesSpamDropped, s.SpamDropped, last.SpamDropped)
-	add(tb.ProcessorEventseriesSeriesStarted, s.SeriesStarted, last.SeriesStarted)
-	add(tb.ProcessorEventseriesSeriesFinished, s.SeriesFinished, last.SeriesFinished)
-	add(tb.ProcessorEventseriesHeartbeats, s.Heartbeats, last.Heartbeats)
-	add(tb.ProcessorEventseriesEvictions, s.Evictions, last.Evictions)
-	*last = s
-	add(tb.ProcessorEventseriesNonEventRecords, c.nonEvent, 0, attribute.String("outcome", p.outcome()))
+	add(tb.ProcessorEventseriesCompressed, s.Compressed, &last.Compressed)
+	add(tb.ProcessorEventseriesSpamDropped, s.SpamDropped, &last.SpamDropped)
+	add(tb.ProcessorEventseriesSeriesStarted, s.SeriesStarted, &last.SeriesStarted)
+	add(tb.ProcessorEventseriesSeriesFinished, s.SeriesFinished, &last.SeriesFinished)
+	add(tb.ProcessorEventseriesHeartbeats, s.Heartbeats, &last.Heartbeats)
+	add(tb.ProcessorEventseriesEvictions, s.Evictions, &last.Evictions)
+	var zero int64
+	add(tb.ProcessorEventseriesNonEventRecords, c.nonEvent, &zero, attribute.String("outcome", p.outcome()))
 	for k, n := range c.invalid {
-		add(tb.ProcessorEventseriesInvalidRecords, n, 0, attribute.String("problem", k[0]), attribute.String("outcome", k[1]))
+		zero = 0
+		add(tb.ProcessorEventseriesInvalidRecords, n, &zero, attribute.String("problem", k[0]), attribute.String("outcome", k[1]))
 	}
+	zero = 0
+	add(tb.ProcessorEventseriesClampedRecords, c.clamped, &zero)
 	tb.ProcessorEventseriesOpenEntries.Record(ctx, int64(p.engine.Len()))
+	tb.ProcessorEventseriesPendingRecords.Record(ctx, int64(p.pending.records))
 }

@@ -1,17 +1,12 @@
 package eventseriesprocessor
 
 import (
-	"context"
-	"errors"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"go.opentelemetry.io/collector/component/componenttest"
-	"go.opentelemetry.io/collector/consumer/consumererror"
-	"go.opentelemetry.io/collector/consumer/consumertest"
 	"go.opentelemetry.io/collector/pdata/plog"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
@@ -214,55 +209,4 @@ func TestOutputKeepsEachObjectsRecordsInOrder(t *testing.T) {
 	}
 	assert.Equal(t, []string{"1", "2", "3"}, counts)
 	assert.True(t, h.records()[1].fromTimer())
-}
-
-// refusingSink refuses batches while refuse is set, like a full exporter queue.
-type refusingSink struct {
-	consumertest.LogsSink
-	refuse bool
-}
-
-func (s *refusingSink) ConsumeLogs(ctx context.Context, ld plog.Logs) error {
-	if s.refuse {
-		return errors.New("sending queue is full")
-	}
-	return s.LogsSink.ConsumeLogs(ctx, ld)
-}
-
-// TestRefusedBatchIsPermanentAndCaughtUp: once occurrences are counted, a
-// downstream refusal must not make the sender retry (that would count them
-// twice); the next record carries the cumulative count.
-func TestRefusedBatchIsPermanentAndCaughtUp(t *testing.T) {
-	cfg := createDefaultConfig()
-	cfg.TimeSource = timeEvent
-	sink := &refusingSink{}
-	p, err := NewFactory().CreateLogs(context.Background(), metadatatest.NewSettings(componenttest.NewTelemetry()), cfg, sink)
-	require.NoError(t, err)
-	require.NoError(t, p.Start(context.Background(), componenttest.NewNopHost()))
-	ev := podEvent("web-1", "BackOff", "Back-off restarting failed container")
-	for i := range 4 {
-		ev.Time = t0.Add(time.Duration(i) * time.Second)
-		sink.refuse = i == 1
-		err := p.ConsumeLogs(context.Background(), contribRecord(ev))
-		if i == 1 {
-			require.Error(t, err)
-			assert.True(t, consumererror.IsPermanent(err), "a retry would count the occurrence twice: %v", err)
-			continue
-		}
-		require.NoError(t, err)
-	}
-	require.NoError(t, p.Shutdown(context.Background()))
-	var last string
-	for _, ld := range sink.AllLogs() {
-		rl := ld.ResourceLogs()
-		for i := range rl.Len() {
-			recs := rl.At(i).ScopeLogs().At(0).LogRecords()
-			for j := range recs.Len() {
-				if v, ok := recs.At(j).Attributes().Get(k8sevent.AttrSeriesCount); ok {
-					last = v.AsString()
-				}
-			}
-		}
-	}
-	assert.Equal(t, "4", last, "the final count includes the occurrence whose record was refused")
 }

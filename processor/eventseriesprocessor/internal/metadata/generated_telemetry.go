@@ -26,6 +26,7 @@ type TelemetryBuilder struct {
 	meter                               metric.Meter
 	mu                                  sync.Mutex
 	registrations                       []metric.Registration
+	ProcessorEventseriesClampedRecords  metric.Int64Counter
 	ProcessorEventseriesCompressed      metric.Int64Counter
 	ProcessorEventseriesEvictions       metric.Int64Counter
 	ProcessorEventseriesHeartbeats      metric.Int64Counter
@@ -33,7 +34,9 @@ type TelemetryBuilder struct {
 	ProcessorEventseriesNonEventRecords metric.Int64Counter
 	ProcessorEventseriesOccurrences     metric.Int64Counter
 	ProcessorEventseriesOpenEntries     metric.Int64Gauge
+	ProcessorEventseriesPendingRecords  metric.Int64Gauge
 	ProcessorEventseriesRecordsOut      metric.Int64Counter
+	ProcessorEventseriesRefusedRecords  metric.Int64Counter
 	ProcessorEventseriesSeriesFinished  metric.Int64Counter
 	ProcessorEventseriesSeriesStarted   metric.Int64Counter
 	ProcessorEventseriesSpamDropped     metric.Int64Counter
@@ -69,6 +72,12 @@ func NewTelemetryBuilder(settings component.TelemetrySettings, options ...Teleme
 	}
 	builder.meter = Meter(settings)
 	var err, errs error
+	builder.ProcessorEventseriesClampedRecords, err = builder.meter.Int64Counter(
+		"otelcol_processor_eventseries_clamped_records",
+		metric.WithDescription("time_source event: records stamped more than event_time_max_lead ahead of the processing clock; the watermark moved only that far. [Alpha]"),
+		metric.WithUnit("{records}"),
+	)
+	errs = errors.Join(errs, err)
 	builder.ProcessorEventseriesCompressed, err = builder.meter.Int64Counter(
 		"otelcol_processor_eventseries_compressed",
 		metric.WithDescription("Occurrences folded into a series count without a record of their own. [Alpha]"),
@@ -89,7 +98,7 @@ func NewTelemetryBuilder(settings component.TelemetrySettings, options ...Teleme
 	errs = errors.Join(errs, err)
 	builder.ProcessorEventseriesInvalidRecords, err = builder.meter.Int64Counter(
 		"otelcol_processor_eventseries_invalid_records",
-		metric.WithDescription("Records with a problem, by attribute problem (missing_reason, missing_regarding, bad_namespace, negative_count, zero_time, bad_type, long_note, long_field, bad_value, bad_controller, namespace_mismatch) and outcome (repaired, passed, dropped). [Alpha]"),
+		metric.WithDescription("Records with a problem, by attribute problem (missing_reason, missing_regarding, bad_namespace, negative_count, zero_time, bad_type, long_note, long_field, bad_value, bad_controller, namespace_mismatch) and outcome (repaired, dropped). [Alpha]"),
 		metric.WithUnit("{records}"),
 	)
 	errs = errors.Join(errs, err)
@@ -111,9 +120,21 @@ func NewTelemetryBuilder(settings component.TelemetrySettings, options ...Teleme
 		metric.WithUnit("{entries}"),
 	)
 	errs = errors.Join(errs, err)
+	builder.ProcessorEventseriesPendingRecords, err = builder.meter.Int64Gauge(
+		"otelcol_processor_eventseries_pending_records",
+		metric.WithDescription("Records decided and not yet taken by the next consumer (refused, or being handed over); new input waits while refused ones do. [Alpha]"),
+		metric.WithUnit("{records}"),
+	)
+	errs = errors.Join(errs, err)
 	builder.ProcessorEventseriesRecordsOut, err = builder.meter.Int64Counter(
 		"otelcol_processor_eventseries_records_out",
 		metric.WithDescription("Event records emitted, by attribute state: singleton, started, ongoing, finished, or legacy (count update). [Alpha]"),
+		metric.WithUnit("{records}"),
+	)
+	errs = errors.Join(errs, err)
+	builder.ProcessorEventseriesRefusedRecords, err = builder.meter.Int64Counter(
+		"otelcol_processor_eventseries_refused_records",
+		metric.WithDescription("Records the next consumer refused, by attribute outcome: retried (kept first in line and sent again; counted at each refusal) or dropped (a permanent error). [Alpha]"),
 		metric.WithUnit("{records}"),
 	)
 	errs = errors.Join(errs, err)

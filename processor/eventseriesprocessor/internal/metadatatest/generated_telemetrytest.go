@@ -21,6 +21,22 @@ func NewSettings(tt *componenttest.Telemetry) processor.Settings {
 	return set
 }
 
+func AssertEqualProcessorEventseriesClampedRecords(t *testing.T, tt *componenttest.Telemetry, dps []metricdata.DataPoint[int64], opts ...metricdatatest.Option) {
+	want := metricdata.Metrics{
+		Name:        "otelcol_processor_eventseries_clamped_records",
+		Description: "time_source event: records stamped more than event_time_max_lead ahead of the processing clock; the watermark moved only that far. [Alpha]",
+		Unit:        "{records}",
+		Data: metricdata.Sum[int64]{
+			Temporality: metricdata.CumulativeTemporality,
+			IsMonotonic: true,
+			DataPoints:  dps,
+		},
+	}
+	got, err := tt.GetMetric("otelcol_processor_eventseries_clamped_records")
+	require.NoError(t, err)
+	metricdatatest.AssertEqual(t, want, got, opts...)
+}
+
 func AssertEqualProcessorEventseriesCompressed(t *testing.T, tt *componenttest.Telemetry, dps []metricdata.DataPoint[int64], opts ...metricdatatest.Option) {
 	want := metricdata.Metrics{
 		Name:        "otelcol_processor_eventseries_compressed",
@@ -72,7 +88,7 @@ func AssertEqualProcessorEventseriesHeartbeats(t *testing.T, tt *componenttest.T
 func AssertEqualProcessorEventseriesInvalidRecords(t *testing.T, tt *componenttest.Telemetry, dps []metricdata.DataPoint[int64], opts ...metricdatatest.Option) {
 	want := metricdata.Metrics{
 		Name:        "otelcol_processor_eventseries_invalid_records",
-		Description: "Records with a problem, by attribute problem (missing_reason, missing_regarding, bad_namespace, negative_count, zero_time, bad_type, long_note, long_field, bad_value, bad_controller, namespace_mismatch) and outcome (repaired, passed, dropped). [Alpha]",
+		Description: "Records with a problem, by attribute problem (missing_reason, missing_regarding, bad_namespace, negative_count, zero_time, bad_type, long_note, long_field, bad_value, bad_controller, namespace_mismatch) and outcome (repaired, dropped). [Alpha]",
 		Unit:        "{records}",
 		Data: metricdata.Sum[int64]{
 			Temporality: metricdata.CumulativeTemporality,
@@ -131,6 +147,20 @@ func AssertEqualProcessorEventseriesOpenEntries(t *testing.T, tt *componenttest.
 	metricdatatest.AssertEqual(t, want, got, opts...)
 }
 
+func AssertEqualProcessorEventseriesPendingRecords(t *testing.T, tt *componenttest.Telemetry, dps []metricdata.DataPoint[int64], opts ...metricdatatest.Option) {
+	want := metricdata.Metrics{
+		Name:        "otelcol_processor_eventseries_pending_records",
+		Description: "Records decided and not yet taken by the next consumer (refused, or being handed over); new input waits while refused ones do. [Alpha]",
+		Unit:        "{records}",
+		Data: metricdata.Gauge[int64]{
+			DataPoints: dps,
+		},
+	}
+	got, err := tt.GetMetric("otelcol_processor_eventseries_pending_records")
+	require.NoError(t, err)
+	metricdatatest.AssertEqual(t, want, got, opts...)
+}
+
 func AssertEqualProcessorEventseriesRecordsOut(t *testing.T, tt *componenttest.Telemetry, dps []metricdata.DataPoint[int64], opts ...metricdatatest.Option) {
 	want := metricdata.Metrics{
 		Name:        "otelcol_processor_eventseries_records_out",
@@ -143,6 +173,22 @@ func AssertEqualProcessorEventseriesRecordsOut(t *testing.T, tt *componenttest.T
 		},
 	}
 	got, err := tt.GetMetric("otelcol_processor_eventseries_records_out")
+	require.NoError(t, err)
+	metricdatatest.AssertEqual(t, want, got, opts...)
+}
+
+func AssertEqualProcessorEventseriesRefusedRecords(t *testing.T, tt *componenttest.Telemetry, dps []metricdata.DataPoint[int64], opts ...metricdatatest.Option) {
+	want := metricdata.Metrics{
+		Name:        "otelcol_processor_eventseries_refused_records",
+		Description: "Records the next consumer refused, by attribute outcome: retried (kept first in line and sent again; counted at each refusal) or dropped (a permanent error). [Alpha]",
+		Unit:        "{records}",
+		Data: metricdata.Sum[int64]{
+			Temporality: metricdata.CumulativeTemporality,
+			IsMonotonic: true,
+			DataPoints:  dps,
+		},
+	}
+	got, err := tt.GetMetric("otelcol_processor_eventseries_refused_records")
 	require.NoError(t, err)
 	metricdatatest.AssertEqual(t, want, got, opts...)
 }

@@ -19,6 +19,7 @@ func TestSetupTelemetry(t *testing.T) {
 	tb, err := metadata.NewTelemetryBuilder(testTel.NewTelemetrySettings())
 	require.NoError(t, err)
 	defer tb.Shutdown()
+	tb.ProcessorEventseriesClampedRecords.Add(context.Background(), 1)
 	tb.ProcessorEventseriesCompressed.Add(context.Background(), 1)
 	tb.ProcessorEventseriesEvictions.Add(context.Background(), 1)
 	tb.ProcessorEventseriesHeartbeats.Add(context.Background(), 1)
@@ -26,11 +27,16 @@ func TestSetupTelemetry(t *testing.T) {
 	tb.ProcessorEventseriesNonEventRecords.Add(context.Background(), 1)
 	tb.ProcessorEventseriesOccurrences.Add(context.Background(), 1)
 	tb.ProcessorEventseriesOpenEntries.Record(context.Background(), 1)
+	tb.ProcessorEventseriesPendingRecords.Record(context.Background(), 1)
 	tb.ProcessorEventseriesRecordsOut.Add(context.Background(), 1)
+	tb.ProcessorEventseriesRefusedRecords.Add(context.Background(), 1)
 	tb.ProcessorEventseriesSeriesFinished.Add(context.Background(), 1)
 	tb.ProcessorEventseriesSeriesStarted.Add(context.Background(), 1)
 	tb.ProcessorEventseriesSpamDropped.Add(context.Background(), 1)
 	tb.ProcessorEventseriesStateErrors.Add(context.Background(), 1)
+	AssertEqualProcessorEventseriesClampedRecords(t, testTel,
+		[]metricdata.DataPoint[int64]{{Value: 1}},
+		metricdatatest.IgnoreTimestamp())
 	AssertEqualProcessorEventseriesCompressed(t, testTel,
 		[]metricdata.DataPoint[int64]{{Value: 1}},
 		metricdatatest.IgnoreTimestamp())
@@ -52,7 +58,13 @@ func TestSetupTelemetry(t *testing.T) {
 	AssertEqualProcessorEventseriesOpenEntries(t, testTel,
 		[]metricdata.DataPoint[int64]{{Value: 1}},
 		metricdatatest.IgnoreTimestamp())
+	AssertEqualProcessorEventseriesPendingRecords(t, testTel,
+		[]metricdata.DataPoint[int64]{{Value: 1}},
+		metricdatatest.IgnoreTimestamp())
 	AssertEqualProcessorEventseriesRecordsOut(t, testTel,
+		[]metricdata.DataPoint[int64]{{Value: 1}},
+		metricdatatest.IgnoreTimestamp())
+	AssertEqualProcessorEventseriesRefusedRecords(t, testTel,
 		[]metricdata.DataPoint[int64]{{Value: 1}},
 		metricdatatest.IgnoreTimestamp())
 	AssertEqualProcessorEventseriesSeriesFinished(t, testTel,

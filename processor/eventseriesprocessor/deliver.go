@@ -1,0 +1,247 @@
+package eventseriesprocessor // import "github.com/k8sevents/otel-k8sevents/processor/eventseriesprocessor"
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"time"
+
+	"go.opentelemetry.io/collector/consumer/consumererror"
+	"go.opentelemetry.io/collector/pdata/plog"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
+	"go.uber.org/zap"
+)
+
+// Delivery. The engine marks a record emitted when it decides it, so a
+// record the next consumer refuses must still go out: with no later record
+// of its event, its count would be lost. Decided records wait in the outbox
+// until the next consumer takes them, oldest first, and while the oldest is
+// refused nothing new is decided: input is refused before it is counted (a
+// sender's retry is then exact) and the deadlines wait. So the outbox holds
+// at most what one batch and one round of timers decided, plus the shutdown
+// flush. The state saves include it.
+
+// Retries of refused records, from the timer goroutine.
+const (
+	retryMin = 200 * time.Millisecond
+	retryMax = 5 * time.Second
+)
+
+// outbox holds the records decided and not yet taken by the next consumer,
+// oldest first. With storage, each batch is also kept marshaled, made
+// before the next consumer ever sees it: a batch lent to the next consumer
+// may be read or moved by it at any time, so saves never read it.
+type outbox struct {
+	batches []plog.Logs
+	saved   [][]byte // with storage: batches[i] marshaled
+	records int
+}
+
+func (o *outbox) push(ld plog.Logs, keep bool) error {
+	n := ld.LogRecordCount()
+	if n == 0 {
+		return nil
+	}
+	if keep {
+		b, err := (&plog.ProtoMarshaler{}).MarshalLogs(ld)
+		if err != nil {
+			return fmt.Errorf("marshal %d records: %w", n, err)
+		}
+		o.saved = append(o.saved, b)
+	}
+	o.batches = append(o.batches, ld)
+	o.records += n
+	return nil
+}
+
+func (o *outbox) head() (plog.Logs, bool) {
+	if len(o.batches) == 0 {
+		return plog.Logs{}, false
+	}
+	return o.batches[0], true
+}
+
+func (o *outbox) pop(n int) {
+	o.batches[0] = plog.Logs{}
+	o.batches = o.batches[1:]
+	if len(o.saved) > 0 {
+		o.saved[0] = nil
+		o.saved = o.saved[1:]
+	}
+	o.records -= n
+}
+
+// marshal is the outbox as saved: each batch as a uvarint length and its
+// protobuf bytes. Empty when nothing waits.
+func (o *outbox) marshal() []byte {
+	var b []byte
+	for _, s := range o.saved {
+		b = binary.AppendUvarint(b, uint64(len(s)))
+		b = append(b, s...)
+	}
+	return b
+}
+
+// unmarshalOutbox reads what marshal wrote.
+func unmarshalOutbox(b []byte) (outbox, error) {
+	var o outbox
+	for len(b) > 0 {
+		n, w := binary.Uvarint(b)
+		if w <= 0 || n > uint64(len(b)-w) {
+			return outbox{}, errors.New("truncated batch")
+		}
+		s := b[w : w+int(n)]
+		ld, err := (&plog.ProtoUnmarshaler{}).UnmarshalLogs(s)
+		if err != nil {
+			return outbox{}, fmt.Errorf("batch %d: %w", len(o.batches), err)
+		}
+		o.batches, o.saved = append(o.batches, ld), append(o.saved, s)
+		o.records += ld.LogRecordCount()
+		b = b[w+int(n):]
+	}
+	return o, nil
+}
+
+// takeTurn waits for the right to decide records and hand them to the next
+// consumer. One holder at a time keeps the output in the order decided
+// without holding p.mu across a call to the next consumer.
+func (p *eventSeriesProcessor) takeTurn(ctx context.Context) error {
+	select {
+	case p.turn <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (p *eventSeriesProcessor) endTurn() { <-p.turn }
+
+// hold queues what was decided behind what waits; the caller holds p.mu
+// (the decision and its place in the outbox are saved together) and the turn.
+func (p *eventSeriesProcessor) hold(out *output) {
+	if out.len() == 0 {
+		return
+	}
+	if err := p.pending.push(out.logs, p.store != nil); err != nil {
+		// Never seen: pdata we built marshals. The records still go out; only
+		// a crash before they do would lose them.
+		p.logger.Error("Records not kept in the saved state", zap.Error(err))
+	}
+	p.dirty = true
+}
+
+// deliver hands the waiting records to the next consumer, oldest first,
+// until none is left or it refuses one (that error is returned; the
+// records stay first in line). A permanent refusal drops the batch: it
+// would be refused forever and hold up everything behind it. The caller
+// holds the turn.
+func (p *eventSeriesProcessor) deliver(ctx context.Context) error {
+	for {
+		p.mu.Lock()
+		ld, ok := p.pending.head()
+		p.mu.Unlock()
+		if !ok {
+			return nil
+		}
+		n := ld.LogRecordCount()
+		err := p.next.ConsumeLogs(ctx, ld)
+		permanent := err != nil && consumererror.IsPermanent(err)
+		p.mu.Lock()
+		if err == nil || permanent {
+			p.pending.pop(n)
+			p.dirty, p.backoff = true, p.retryMin
+		}
+		waiting := p.pending.records
+		p.mu.Unlock()
+		p.telemetry.ProcessorEventseriesPendingRecords.Record(context.Background(), int64(waiting))
+		switch {
+		case permanent:
+			p.refused(n, "dropped")
+			p.logger.Error("Next consumer refused records for good; dropped", zap.Int("records", n), zap.Error(err))
+		case err != nil:
+			p.refused(n, "retried")
+			if p.refusalLog.Allow("retried", p.clock()) {
+				p.logger.Warn("Next consumer refused records; they are kept and sent before anything newer (logged once a minute)",
+					zap.Int("records", n), zap.Int("waiting", waiting), zap.Error(err))
+			}
+			return err
+		}
+	}
+}
+
+func (p *eventSeriesProcessor) refused(n int, outcome string) {
+	p.telemetry.ProcessorEventseriesRefusedRecords.Add(context.Background(), int64(n),
+		metric.WithAttributes(attribute.String("outcome", outcome)))
+}
+
+// run is the processor's goroutine: it sends again what the next consumer
+// refused, with backoff, and in processing time fires the engine's deadlines.
+func (p *eventSeriesProcessor) run() {
+	defer p.wg.Done()
+	timer := time.NewTimer(p.nextWait(false))
+	defer timer.Stop()
+	for {
+		failed := false
+		select {
+		case <-p.done:
+			return
+		case <-p.wake:
+		case <-timer.C:
+			failed = !p.tick()
+		}
+		timer.Reset(p.nextWait(failed))
+	}
+}
+
+// tick delivers what waits, then fires the deadlines due (processing
+// time) and delivers their records. It reports false when the next
+// consumer refused.
+func (p *eventSeriesProcessor) tick() bool {
+	if p.takeTurn(p.runCtx) != nil {
+		return true // shutting down
+	}
+	defer p.endTurn()
+	if p.deliver(p.runCtx) != nil {
+		return false
+	}
+	if p.eventTime {
+		return true
+	}
+	p.mu.Lock()
+	p.timerAt, p.dirty = 0, true
+	out := p.timerRecords(p.engine.Advance(p.now(0)))
+	p.hold(&out)
+	p.report(context.Background(), &problemCounts{})
+	p.mu.Unlock()
+	return p.deliver(p.runCtx) == nil
+}
+
+// nextWait is how long the goroutine sleeps: the retry backoff while
+// records wait, else until the next deadline.
+func (p *eventSeriesProcessor) nextWait(failed bool) time.Duration {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.pending.records > 0 {
+		p.timerAt = 0
+		if failed {
+			p.backoff = min(2*p.backoff, p.retryMax)
+		}
+		return p.backoff
+	}
+	if d, ok := p.engine.NextDeadline(); ok && !p.eventTime {
+		p.timerAt = d
+		return max(time.Duration(d-p.now(0)), 0)
+	}
+	p.timerAt = 0
+	return time.Hour
+}
+
+// wakeUp makes the goroutine compute its wait again.
+func (p *eventSeriesProcessor) wakeUp() {
+	select {
+	case p.wake <- struct{}{}:
+	default:
+	}
+}
