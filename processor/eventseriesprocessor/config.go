@@ -41,6 +41,10 @@ type SeriesConfig struct {
 	FinishAfter               time.Duration `mapstructure:"finish_after"`
 	HeartbeatInterval         time.Duration `mapstructure:"heartbeat_interval"`
 	KeyIgnoresResourceVersion bool          `mapstructure:"key_ignores_resource_version"`
+	// FinishMarker: emit `finished` at the end of every series, also when it
+	// repeats the count already shown (an explicit end for non-API
+	// backends); off, a series ends with a record only when its count grew.
+	FinishMarker bool `mapstructure:"finish_marker"`
 }
 
 // AggregationConfig sets legacy-mode aggregation of similar events.
@@ -133,6 +137,7 @@ func (cfg *Config) engineConfig() engine.Config {
 		FinishAfter:                cfg.Series.FinishAfter,
 		HeartbeatInterval:          cfg.Series.HeartbeatInterval,
 		KeyIncludesResourceVersion: !cfg.Series.KeyIgnoresResourceVersion,
+		FinishMarker:               cfg.Series.FinishMarker,
 		Aggregation:                cfg.Aggregation.Enabled,
 		AggregateMaxEvents:         cfg.Aggregation.MaxEvents,
 		AggregateMaxInterval:       cfg.Aggregation.MaxInterval,

@@ -24,7 +24,7 @@ func TestLoadConfig(t *testing.T) {
 	want := createDefaultConfig()
 	want.Mode, want.TimeSource, want.MaxKeys, want.NonEventRecords = modeLegacy, timeEvent, 1000, recordsDrop
 	want.EventTimeMaxLead = 10 * time.Second
-	want.Series = SeriesConfig{FinishAfter: 2 * time.Minute, HeartbeatInterval: 10 * time.Minute}
+	want.Series = SeriesConfig{FinishAfter: 2 * time.Minute, HeartbeatInterval: 10 * time.Minute, FinishMarker: true}
 	want.Aggregation = AggregationConfig{Enabled: true, MaxEvents: 5, MaxInterval: time.Minute}
 	want.SpamFilter = SpamFilterConfig{Enabled: true, QPS: 0.1, Burst: 10, Key: []string{"source", "object", "type", "reason"}}
 	assert.Equal(t, want, got)

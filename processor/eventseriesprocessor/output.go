@@ -130,6 +130,7 @@ func (o *output) emitTimer(em *engine.Emission) {
 // annotate writes what the processor decided: the Event object the record
 // writes and its count, in the fields of the chosen mode only.
 func (o *output) annotate(dst plog.LogRecord, em *engine.Emission) {
+	dst.SetEventName(k8sevent.EventName)
 	attrs := dst.Attributes()
 	attrs.PutStr(k8sevent.AttrEventName, em.Name)
 	k8sevent.RemoveKeys(attrs, stateKeys)

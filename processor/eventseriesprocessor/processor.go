@@ -364,6 +364,11 @@ func (p *eventSeriesProcessor) report(ctx context.Context, c *problemCounts) {
 	add(tb.ProcessorEventseriesSeriesFinished, s.SeriesFinished, &last.SeriesFinished)
 	add(tb.ProcessorEventseriesHeartbeats, s.Heartbeats, &last.Heartbeats)
 	add(tb.ProcessorEventseriesEvictions, s.Evictions, &last.Evictions)
+	add(tb.ProcessorEventseriesUnchangedRecords, s.Unchanged, &last.Unchanged)
+	add(tb.ProcessorEventseriesUnprovenRecords, s.Unproven, &last.Unproven)
+	add(tb.ProcessorEventseriesFolded, s.Folded, &last.Folded)
+	add(tb.ProcessorEventseriesUnfilteredRecords, s.Unfiltered, &last.Unfiltered)
+	add(tb.ProcessorEventseriesRestoreDropped, s.RestoreDropped, &last.RestoreDropped)
 	var zero int64
 	add(tb.ProcessorEventseriesNonEventRecords, c.nonEvent, &zero, attribute.String("outcome", p.outcome()))
 	for k, n := range c.invalid {

@@ -23,24 +23,29 @@ func Tracer(settings component.TelemetrySettings) trace.Tracer {
 // TelemetryBuilder provides an interface for components to report telemetry
 // as defined in metadata and user config.
 type TelemetryBuilder struct {
-	meter                               metric.Meter
-	mu                                  sync.Mutex
-	registrations                       []metric.Registration
-	ProcessorEventseriesClampedRecords  metric.Int64Counter
-	ProcessorEventseriesCompressed      metric.Int64Counter
-	ProcessorEventseriesEvictions       metric.Int64Counter
-	ProcessorEventseriesHeartbeats      metric.Int64Counter
-	ProcessorEventseriesInvalidRecords  metric.Int64Counter
-	ProcessorEventseriesNonEventRecords metric.Int64Counter
-	ProcessorEventseriesOccurrences     metric.Int64Counter
-	ProcessorEventseriesOpenEntries     metric.Int64Gauge
-	ProcessorEventseriesPendingRecords  metric.Int64Gauge
-	ProcessorEventseriesRecordsOut      metric.Int64Counter
-	ProcessorEventseriesRefusedRecords  metric.Int64Counter
-	ProcessorEventseriesSeriesFinished  metric.Int64Counter
-	ProcessorEventseriesSeriesStarted   metric.Int64Counter
-	ProcessorEventseriesSpamDropped     metric.Int64Counter
-	ProcessorEventseriesStateErrors     metric.Int64Counter
+	meter                                 metric.Meter
+	mu                                    sync.Mutex
+	registrations                         []metric.Registration
+	ProcessorEventseriesClampedRecords    metric.Int64Counter
+	ProcessorEventseriesCompressed        metric.Int64Counter
+	ProcessorEventseriesEvictions         metric.Int64Counter
+	ProcessorEventseriesFolded            metric.Int64Counter
+	ProcessorEventseriesHeartbeats        metric.Int64Counter
+	ProcessorEventseriesInvalidRecords    metric.Int64Counter
+	ProcessorEventseriesNonEventRecords   metric.Int64Counter
+	ProcessorEventseriesOccurrences       metric.Int64Counter
+	ProcessorEventseriesOpenEntries       metric.Int64Gauge
+	ProcessorEventseriesPendingRecords    metric.Int64Gauge
+	ProcessorEventseriesRecordsOut        metric.Int64Counter
+	ProcessorEventseriesRefusedRecords    metric.Int64Counter
+	ProcessorEventseriesRestoreDropped    metric.Int64Counter
+	ProcessorEventseriesSeriesFinished    metric.Int64Counter
+	ProcessorEventseriesSeriesStarted     metric.Int64Counter
+	ProcessorEventseriesSpamDropped       metric.Int64Counter
+	ProcessorEventseriesStateErrors       metric.Int64Counter
+	ProcessorEventseriesUnchangedRecords  metric.Int64Counter
+	ProcessorEventseriesUnfilteredRecords metric.Int64Counter
+	ProcessorEventseriesUnprovenRecords   metric.Int64Counter
 }
 
 // TelemetryBuilderOption applies changes to default builder.
@@ -88,6 +93,12 @@ func NewTelemetryBuilder(settings component.TelemetrySettings, options ...Teleme
 		"otelcol_processor_eventseries_evictions",
 		metric.WithDescription("States pushed out of a full cache (max_keys); an open series emits its state first. [Alpha]"),
 		metric.WithUnit("{entries}"),
+	)
+	errs = errors.Join(errs, err)
+	builder.ProcessorEventseriesFolded, err = builder.meter.Int64Counter(
+		"otelcol_processor_eventseries_folded",
+		metric.WithDescription("Occurrences of events the spam filter kept from showing, written in their aggregate key's summary Event instead. [Alpha]"),
+		metric.WithUnit("{occurrences}"),
 	)
 	errs = errors.Join(errs, err)
 	builder.ProcessorEventseriesHeartbeats, err = builder.meter.Int64Counter(
@@ -138,6 +149,12 @@ func NewTelemetryBuilder(settings component.TelemetrySettings, options ...Teleme
 		metric.WithUnit("{records}"),
 	)
 	errs = errors.Join(errs, err)
+	builder.ProcessorEventseriesRestoreDropped, err = builder.meter.Int64Counter(
+		"otelcol_processor_eventseries_restore_dropped",
+		metric.WithDescription("Entries of a restored state that did not fit in max_keys (a lowered limit). [Alpha]"),
+		metric.WithUnit("{entries}"),
+	)
+	errs = errors.Join(errs, err)
 	builder.ProcessorEventseriesSeriesFinished, err = builder.meter.Int64Counter(
 		"otelcol_processor_eventseries_series_finished",
 		metric.WithDescription("Series that ended (idle for finish_after, or evicted). [Alpha]"),
@@ -160,6 +177,24 @@ func NewTelemetryBuilder(settings component.TelemetrySettings, options ...Teleme
 		"otelcol_processor_eventseries_state_errors",
 		metric.WithDescription("State that could not be restored from storage (the processor started empty) or saved to it, by attribute operation (restore, save). [Alpha]"),
 		metric.WithUnit("{errors}"),
+	)
+	errs = errors.Join(errs, err)
+	builder.ProcessorEventseriesUnchangedRecords, err = builder.meter.Int64Counter(
+		"otelcol_processor_eventseries_unchanged_records",
+		metric.WithDescription("Records of a known Event uid whose cumulative count did not grow (a relist, a resend, an update of another field); nothing to count. [Alpha]"),
+		metric.WithUnit("{records}"),
+	)
+	errs = errors.Join(errs, err)
+	builder.ProcessorEventseriesUnfilteredRecords, err = builder.meter.Int64Counter(
+		"otelcol_processor_eventseries_unfiltered_records",
+		metric.WithDescription("Records written without a spam-filter token (ends of series, summaries), which the filter's bound allows on top of burst and qps. [Alpha]"),
+		metric.WithUnit("{records}"),
+	)
+	errs = errors.Join(errs, err)
+	builder.ProcessorEventseriesUnprovenRecords, err = builder.meter.Int64Counter(
+		"otelcol_processor_eventseries_unproven_records",
+		metric.WithDescription("Records of an Event uid the cumulative-count cache may have forgotten, counted as at most one occurrence each (never more than happened). [Alpha]"),
+		metric.WithUnit("{records}"),
 	)
 	errs = errors.Join(errs, err)
 	return &builder, errs

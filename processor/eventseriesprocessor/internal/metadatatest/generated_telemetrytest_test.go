@@ -22,6 +22,7 @@ func TestSetupTelemetry(t *testing.T) {
 	tb.ProcessorEventseriesClampedRecords.Add(context.Background(), 1)
 	tb.ProcessorEventseriesCompressed.Add(context.Background(), 1)
 	tb.ProcessorEventseriesEvictions.Add(context.Background(), 1)
+	tb.ProcessorEventseriesFolded.Add(context.Background(), 1)
 	tb.ProcessorEventseriesHeartbeats.Add(context.Background(), 1)
 	tb.ProcessorEventseriesInvalidRecords.Add(context.Background(), 1)
 	tb.ProcessorEventseriesNonEventRecords.Add(context.Background(), 1)
@@ -30,10 +31,14 @@ func TestSetupTelemetry(t *testing.T) {
 	tb.ProcessorEventseriesPendingRecords.Record(context.Background(), 1)
 	tb.ProcessorEventseriesRecordsOut.Add(context.Background(), 1)
 	tb.ProcessorEventseriesRefusedRecords.Add(context.Background(), 1)
+	tb.ProcessorEventseriesRestoreDropped.Add(context.Background(), 1)
 	tb.ProcessorEventseriesSeriesFinished.Add(context.Background(), 1)
 	tb.ProcessorEventseriesSeriesStarted.Add(context.Background(), 1)
 	tb.ProcessorEventseriesSpamDropped.Add(context.Background(), 1)
 	tb.ProcessorEventseriesStateErrors.Add(context.Background(), 1)
+	tb.ProcessorEventseriesUnchangedRecords.Add(context.Background(), 1)
+	tb.ProcessorEventseriesUnfilteredRecords.Add(context.Background(), 1)
+	tb.ProcessorEventseriesUnprovenRecords.Add(context.Background(), 1)
 	AssertEqualProcessorEventseriesClampedRecords(t, testTel,
 		[]metricdata.DataPoint[int64]{{Value: 1}},
 		metricdatatest.IgnoreTimestamp())
@@ -41,6 +46,9 @@ func TestSetupTelemetry(t *testing.T) {
 		[]metricdata.DataPoint[int64]{{Value: 1}},
 		metricdatatest.IgnoreTimestamp())
 	AssertEqualProcessorEventseriesEvictions(t, testTel,
+		[]metricdata.DataPoint[int64]{{Value: 1}},
+		metricdatatest.IgnoreTimestamp())
+	AssertEqualProcessorEventseriesFolded(t, testTel,
 		[]metricdata.DataPoint[int64]{{Value: 1}},
 		metricdatatest.IgnoreTimestamp())
 	AssertEqualProcessorEventseriesHeartbeats(t, testTel,
@@ -67,6 +75,9 @@ func TestSetupTelemetry(t *testing.T) {
 	AssertEqualProcessorEventseriesRefusedRecords(t, testTel,
 		[]metricdata.DataPoint[int64]{{Value: 1}},
 		metricdatatest.IgnoreTimestamp())
+	AssertEqualProcessorEventseriesRestoreDropped(t, testTel,
+		[]metricdata.DataPoint[int64]{{Value: 1}},
+		metricdatatest.IgnoreTimestamp())
 	AssertEqualProcessorEventseriesSeriesFinished(t, testTel,
 		[]metricdata.DataPoint[int64]{{Value: 1}},
 		metricdatatest.IgnoreTimestamp())
@@ -77,6 +88,15 @@ func TestSetupTelemetry(t *testing.T) {
 		[]metricdata.DataPoint[int64]{{Value: 1}},
 		metricdatatest.IgnoreTimestamp())
 	AssertEqualProcessorEventseriesStateErrors(t, testTel,
+		[]metricdata.DataPoint[int64]{{Value: 1}},
+		metricdatatest.IgnoreTimestamp())
+	AssertEqualProcessorEventseriesUnchangedRecords(t, testTel,
+		[]metricdata.DataPoint[int64]{{Value: 1}},
+		metricdatatest.IgnoreTimestamp())
+	AssertEqualProcessorEventseriesUnfilteredRecords(t, testTel,
+		[]metricdata.DataPoint[int64]{{Value: 1}},
+		metricdatatest.IgnoreTimestamp())
+	AssertEqualProcessorEventseriesUnprovenRecords(t, testTel,
 		[]metricdata.DataPoint[int64]{{Value: 1}},
 		metricdatatest.IgnoreTimestamp())
 
