@@ -26,6 +26,7 @@ import (
 	"k8s.io/client-go/restmapper"
 	"k8s.io/utils/ptr"
 
+	"github.com/k8sevents/otel-k8sevents/internal/k8sevent"
 	"github.com/k8sevents/otel-k8sevents/internal/kubetest"
 )
 
@@ -104,13 +105,13 @@ func TestDeployManifests(t *testing.T) {
 	c = startCollectorEnv(t, dir, cm.Data["config.yaml"], env)
 	eventually(t, time.Minute, func() (bool, string) {
 		out := mirrored()
-		return len(out) == 1 && eventOccurrences(&out[0]) == 5, fmt.Sprintf("mirrored: %d objects, %s", len(out), countsOf(out))
+		return len(out) == 1 && k8sevent.CoreV1Occurrences(&out[0]) == 5, fmt.Sprintf("mirrored: %d objects, %s", len(out), countsOf(out))
 	})
 	require.NoError(t, c.Stop(time.Minute))
 
 	out := mirrored()
 	require.Len(t, out, 1, "one series, one Event: the mirror must not read its own output back")
-	assert.EqualValues(t, 5, eventOccurrences(&out[0]), "exact count of the mirrored series")
+	assert.EqualValues(t, 5, k8sevent.CoreV1Occurrences(&out[0]), "exact count of the mirrored series")
 	assert.Equal(t, "otel-k8sevents-0", out[0].ReportingInstance)
 	lease, err := cs.CoordinationV1().Leases(deployNamespace).Get(ctx, "otel-k8sevents", metav1.GetOptions{})
 	require.NoError(t, err, "the leader elector holds its Lease as the ServiceAccount")
@@ -120,7 +121,7 @@ func TestDeployManifests(t *testing.T) {
 func countsOf(evs []corev1.Event) string {
 	var b strings.Builder
 	for _, ev := range evs {
-		fmt.Fprintf(&b, "%s=%d ", ev.Name, eventOccurrences(&ev))
+		fmt.Fprintf(&b, "%s=%d ", ev.Name, k8sevent.CoreV1Occurrences(&ev))
 	}
 	return b.String()
 }

@@ -14,6 +14,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/k8sevents/otel-k8sevents/internal/collectorproc"
+	"github.com/k8sevents/otel-k8sevents/internal/k8sevent"
 )
 
 // Helpers that read Events back from an API server and count them the way
@@ -49,16 +50,6 @@ func seriesKeyOf(ev *corev1.Event) eventSeriesKey {
 	o := ev.InvolvedObject
 	return eventSeriesKey{eventPair: pairOf(ev), APIVersion: o.APIVersion, FieldPath: o.FieldPath,
 		Type: ev.Type, Action: ev.Action, Note: ev.Message}
-}
-
-// eventOccurrences is how many occurrences one stored Event stands for: its
-// series count (events.k8s.io), else its count (core/v1), at least one. Both
-// APIs share storage, so a core/v1 read shows either kind.
-func eventOccurrences(ev *corev1.Event) int64 {
-	if ev.Series != nil {
-		return int64(ev.Series.Count)
-	}
-	return max(int64(ev.Count), 1)
 }
 
 // listEvents reads every Event (core/v1, all namespaces, in pages) that keep
@@ -107,7 +98,7 @@ type eventTally struct {
 func tallyEvents(evs []corev1.Event) eventTally {
 	t := eventTally{Pairs: map[eventPair]int64{}, Objects: len(evs)}
 	for i := range evs {
-		n := eventOccurrences(&evs[i])
+		n := k8sevent.CoreV1Occurrences(&evs[i])
 		t.Pairs[pairOf(&evs[i])] += n
 		t.Occurrences += n
 	}

@@ -14,6 +14,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
+	"github.com/k8sevents/otel-k8sevents/internal/k8sevent"
 	"github.com/k8sevents/otel-k8sevents/internal/storm"
 	"github.com/k8sevents/otel-k8sevents/internal/stormsend"
 )
@@ -180,7 +181,7 @@ func objectCounts(ctx context.Context, cs kubernetes.Interface, controller strin
 	}
 	out := make(map[string]int64, len(evs))
 	for i := range evs {
-		out[evs[i].Namespace+"/"+evs[i].Name] = eventOccurrences(&evs[i])
+		out[evs[i].Namespace+"/"+evs[i].Name] = k8sevent.CoreV1Occurrences(&evs[i])
 	}
 	return out, nil
 }
@@ -212,7 +213,7 @@ func (m *countMonitor) finish() (drops []string, reads int) {
 func belowSnapshot(r mirrorResult, snap map[string]int64) []string {
 	final := map[string]int64{}
 	for i := range r.bEvents {
-		final[r.bEvents[i].Namespace+"/"+r.bEvents[i].Name] = eventOccurrences(&r.bEvents[i])
+		final[r.bEvents[i].Namespace+"/"+r.bEvents[i].Name] = k8sevent.CoreV1Occurrences(&r.bEvents[i])
 	}
 	var out []string
 	for k, n := range snap {

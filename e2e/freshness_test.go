@@ -116,10 +116,7 @@ func (v *visibility) follow(ch <-chan watch.Event) {
 		if !ok {
 			continue
 		}
-		count := int32(1)
-		if ev.Series != nil {
-			count = ev.Series.Count
-		}
+		count := k8sevent.EventsV1Occurrences(ev)
 		v.mu.Lock()
 		key := [2]string{ev.Regarding.Name, fmt.Sprint(count)}
 		if _, ok := v.at[key]; !ok {

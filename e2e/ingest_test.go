@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/k8sevents/otel-k8sevents/internal/collectorproc"
+	"github.com/k8sevents/otel-k8sevents/internal/k8sevent"
 	"github.com/k8sevents/otel-k8sevents/internal/kubetest"
 	"github.com/k8sevents/otel-k8sevents/internal/recordermodel"
 	"github.com/k8sevents/otel-k8sevents/internal/storm"
@@ -171,18 +172,9 @@ func eventsByName(t *testing.T, cs kubernetes.Interface, controller string) map[
 	t.Helper()
 	out := map[string]namedEvent{}
 	visitEvents(t, cs, controller, func(ev *eventsv1.Event) {
-		out[ev.Name] = namedEvent{Object: ev.Regarding.Kind + "/" + ev.Regarding.Name, Reason: ev.Reason, Count: seriesCountOf(ev)}
+		out[ev.Name] = namedEvent{Object: ev.Regarding.Kind + "/" + ev.Regarding.Name, Reason: ev.Reason, Count: k8sevent.EventsV1Occurrences(ev)}
 	})
 	return out
-}
-
-// seriesCountOf is the occurrences an events.k8s.io Event states: a
-// singleton has no series and counts 1.
-func seriesCountOf(ev *eventsv1.Event) int64 {
-	if ev.Series != nil {
-		return int64(ev.Series.Count)
-	}
-	return 1
 }
 
 // visitEvents calls visit on every Event of a reporting controller.

@@ -14,6 +14,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/k8sevents/otel-k8sevents/internal/k8sevent"
 	"github.com/k8sevents/otel-k8sevents/internal/kubetest"
 	"github.com/k8sevents/otel-k8sevents/internal/storm"
 	"github.com/k8sevents/otel-k8sevents/internal/stormsend"
@@ -199,7 +200,7 @@ func logObjects(t *testing.T, aEvents, bEvents []corev1.Event, a, b eventTally, 
 		for i := range evs {
 			if pairOf(&evs[i]) == p {
 				first, last := eventSpan(&evs[i])
-				out = append(out, fmt.Sprintf("%s count %d [%s .. %s]", evs[i].Name, eventOccurrences(&evs[i]),
+				out = append(out, fmt.Sprintf("%s count %d [%s .. %s]", evs[i].Name, k8sevent.CoreV1Occurrences(&evs[i]),
 					first.Format("15:04:05.000"), last.Format("15:04:05.000")))
 			}
 		}

@@ -16,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/k8sevents/otel-k8sevents/internal/k8sevent"
 	"github.com/k8sevents/otel-k8sevents/internal/kubetest"
 	"github.com/k8sevents/otel-k8sevents/internal/recordermodel"
 	"github.com/k8sevents/otel-k8sevents/internal/storm"
@@ -117,7 +118,7 @@ func readScaleOut(t *testing.T, cs kubernetes.Interface, controller string) scal
 	visitEvents(t, cs, controller, func(ev *eventsv1.Event) {
 		obj := ev.Regarding.Namespace + "/" + ev.Regarding.Kind + "/" + ev.Regarding.Name
 		r.events++
-		r.counts[objectReason{obj, ev.Reason}] += seriesCountOf(ev)
+		r.counts[objectReason{obj, ev.Reason}] += k8sevent.EventsV1Occurrences(ev)
 		if r.writers[obj] == nil {
 			r.writers[obj] = map[string]bool{}
 		}

@@ -80,11 +80,7 @@ func (r *rig) eventCounts(t *testing.T) (map[string]int32, int, error) {
 	}
 	out := map[string]int32{}
 	for _, ev := range l.Items {
-		var c int32 = 1
-		if ev.Series != nil {
-			c = ev.Series.Count
-		}
-		out[ev.Name] = c
+		out[ev.Name] = int32(k8sevent.EventsV1Occurrences(&ev))
 	}
 	return out, len(l.Items), nil
 }

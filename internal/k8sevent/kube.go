@@ -195,3 +195,14 @@ func clampInt32(v int64) int32 {
 		return int32(v)
 	}
 }
+
+// CoreV1Occurrences is how many occurrences a stored core/v1 Event stands
+// for (its series count, else its count, else one), as Event.Occurrences.
+func CoreV1Occurrences(ev *corev1.Event) int64 {
+	return (&Event{SeriesCount: seriesCount(ev.Series), Count: int64(ev.Count)}).Occurrences()
+}
+
+// EventsV1Occurrences is CoreV1Occurrences for an events.k8s.io/v1 Event.
+func EventsV1Occurrences(ev *eventsv1.Event) int64 {
+	return (&Event{SeriesCount: eventsSeriesCount(ev.Series), Count: int64(ev.DeprecatedCount)}).Occurrences()
+}

@@ -55,18 +55,8 @@ func fuzzNow() time.Time { return t0.AddDate(2, 0, 0) }
 // treats it as any other non-contract attribute.
 const fuzzSeqKey = "fuzz.seq"
 
-var fuzzContractKeys = []string{
-	k8sevent.AttrEventName, k8sevent.AttrEventUID, k8sevent.AttrReason, k8sevent.AttrAction,
-	k8sevent.AttrNamespace, k8sevent.AttrObjectKind, k8sevent.AttrObjectName, k8sevent.AttrObjectUID,
-	k8sevent.AttrObjectAPIVersion, k8sevent.AttrObjectFieldPath, k8sevent.AttrObjectResourceVer,
-	k8sevent.AttrSourceComponent, k8sevent.AttrNodeName, k8sevent.AttrReportingController,
-	k8sevent.AttrReportingInstance, k8sevent.AttrRelatedKind, k8sevent.AttrRelatedName,
-	k8sevent.AttrRelatedNamespace, k8sevent.AttrRelatedUID, k8sevent.AttrRelatedAPIVersion,
-	k8sevent.AttrRelatedFieldPath, k8sevent.AttrRelatedResourceVer, k8sevent.AttrCount,
-	k8sevent.AttrFirstTimestamp, k8sevent.AttrLastTimestamp, k8sevent.AttrSeriesCount,
-	k8sevent.AttrSeriesLastObserved, k8sevent.AttrSeriesState, k8sevent.AttrAggregated,
-	k8sevent.AttrEventNamespace, k8sevent.AttrEventTime, k8sevent.AttrStartTime,
-}
+// fuzzContractKeys is the codec's one list, shared with FuzzDecode.
+var fuzzContractKeys = k8sevent.ContractKeys[:]
 
 var fuzzJunkKeys = []string{"", "k8s.pod.name", "K8S.EVENT.REASON", "k8s.event", "k8s.event.reason ", "log.file.path", "http.status"}
 

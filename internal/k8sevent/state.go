@@ -1,0 +1,99 @@
+package k8sevent
+
+import (
+	"time"
+
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/plog"
+)
+
+// State is what the eventseries processor decided about the one Event
+// object a record writes: its name, the occurrences it shows and when.
+type State struct {
+	Name string
+	// SeriesState is singleton, started, ongoing or finished; "" writes the
+	// legacy fields (count, first and last timestamp) instead.
+	SeriesState string
+	Count       int64
+	First, Last int64 // unix ns of the first and latest occurrence
+	Aggregated  bool
+}
+
+// StateKeys are the keys a State writes, with the source object's uid and
+// the start time: on an emitted record they describe the object it writes,
+// never the input's.
+var StateKeys = []string{
+	AttrEventUID, AttrSeriesState, AttrAggregated, AttrCount,
+	AttrFirstTimestamp, AttrLastTimestamp, AttrStartTime,
+	AttrSeriesCount, AttrSeriesLastObserved, AttrEventTime,
+}
+
+// OwnedKeys describe the one Event object an emitted record writes: they
+// must not reach it from a resource shared with other records (the codec
+// reads the resource when the record lacks a key).
+var OwnedKeys = append([]string{AttrEventName, AttrEventNamespace}, StateKeys...)
+
+// EncodeState writes st over lr: its EventName, every copy of StateKeys
+// removed, then the fields of st's mode only.
+func EncodeState(lr plog.LogRecord, st *State) {
+	lr.SetEventName(EventName)
+	attrs := lr.Attributes()
+	attrs.PutStr(AttrEventName, st.Name)
+	RemoveKeys(attrs, StateKeys)
+	if st.SeriesState == "" {
+		attrs.PutInt(AttrCount, st.Count)
+		attrs.PutStr(AttrFirstTimestamp, formatUnixNano(st.First, time.RFC3339Nano))
+		attrs.PutStr(AttrLastTimestamp, formatUnixNano(st.Last, time.RFC3339Nano))
+		if st.Aggregated {
+			attrs.PutBool(AttrAggregated, true)
+		}
+		return
+	}
+	attrs.PutStr(AttrSeriesState, st.SeriesState)
+	attrs.PutStr(AttrEventTime, formatUnixNano(st.First, MicroTimeFormat))
+	if st.SeriesState != StateSingleton {
+		attrs.PutInt(AttrSeriesCount, st.Count)
+		attrs.PutStr(AttrSeriesLastObserved, formatUnixNano(st.Last, MicroTimeFormat))
+	}
+}
+
+// EncodeRepairs writes back onto lr, a copy of the record ev was decoded
+// from, what Sanitize repaired in ev, and ev's own namespace where it is
+// not the regarding object's; the copy the codec read of every other key
+// stays as it is.
+func EncodeRepairs(lr plog.LogRecord, ev *Event, repaired Problem) {
+	attrs := lr.Attributes()
+	DropDuplicateKeys(attrs)
+	if repaired&ProblemLongNote != 0 {
+		lr.Body().SetStr(ev.Note)
+	}
+	if repaired&ProblemBadType != 0 {
+		SetType(lr, ev.Type)
+	}
+	if repaired&ProblemZeroTime != 0 {
+		lr.SetTimestamp(pcommon.NewTimestampFromTime(ev.Time))
+	}
+	if repaired&(ProblemLongField|ProblemBadController) != 0 {
+		attrs.PutStr(AttrReason, ev.Reason)
+		putOrRemove(attrs, AttrAction, ev.Action)
+		putOrRemove(attrs, AttrReportingInstance, ev.ReportingInstance)
+		putOrRemove(attrs, AttrReportingController, ev.ReportingController)
+	}
+	if ev.Namespace == ev.Regarding.Namespace {
+		attrs.Remove(AttrEventNamespace)
+	} else {
+		putOrRemove(attrs, AttrEventNamespace, ev.Namespace)
+	}
+}
+
+func putOrRemove(attrs pcommon.Map, k, v string) {
+	if v == "" {
+		attrs.Remove(k)
+		return
+	}
+	attrs.PutStr(k, v)
+}
+
+func formatUnixNano(ns int64, layout string) string {
+	return time.Unix(0, ns).UTC().Format(layout)
+}
