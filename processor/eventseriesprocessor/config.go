@@ -25,6 +25,12 @@ type Config struct {
 	// NonEventRecords: "pass" or "drop" records that carry no Event (an Event
 	// record that cannot be made valid is always dropped).
 	NonEventRecords string `mapstructure:"non_event_records"`
+	// InputCounts: "cumulative" reads a record's k8s.event.count or
+	// k8s.event.series.count as the cumulative count of its Event, counted
+	// as its growth (watched Events); "ignore" makes every record one
+	// occurrence, whatever count it claims (sources not trusted to state
+	// counts).
+	InputCounts string `mapstructure:"input_counts"`
 	// Storage is a storage extension that keeps the state across restarts; nil: none.
 	Storage *component.ID `mapstructure:"storage"`
 
@@ -71,6 +77,9 @@ const (
 
 	recordsPass = "pass"
 	recordsDrop = "drop"
+
+	countsCumulative = "cumulative"
+	countsIgnore     = "ignore"
 )
 
 var spamKeyParts = []string{"source", "object", "type", "reason"}
@@ -82,6 +91,7 @@ func createDefaultConfig() *Config {
 		EventTimeMaxLead: time.Minute,
 		MaxKeys:          4096,
 		NonEventRecords:  recordsPass,
+		InputCounts:      countsCumulative,
 		Series: SeriesConfig{
 			FinishAfter:               6 * time.Minute,
 			HeartbeatInterval:         30 * time.Minute,
@@ -110,6 +120,7 @@ func (cfg *Config) Validate() error {
 	check(cfg.EventTimeMaxLead >= 0, "event_time_max_lead: must not be negative, have %s", cfg.EventTimeMaxLead)
 	check(cfg.MaxKeys > 0, "max_keys: must be positive, have %d", cfg.MaxKeys)
 	check(cfg.NonEventRecords == recordsPass || cfg.NonEventRecords == recordsDrop, "non_event_records: %q is not pass or drop", cfg.NonEventRecords)
+	check(cfg.InputCounts == countsCumulative || cfg.InputCounts == countsIgnore, "input_counts: %q is not cumulative or ignore", cfg.InputCounts)
 	check(cfg.Series.FinishAfter > 0, "series.finish_after: must be positive, have %s", cfg.Series.FinishAfter)
 	check(cfg.Series.HeartbeatInterval > 0, "series.heartbeat_interval: must be positive, have %s", cfg.Series.HeartbeatInterval)
 	if cfg.Aggregation.Enabled {

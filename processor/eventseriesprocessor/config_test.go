@@ -23,7 +23,7 @@ func TestLoadConfig(t *testing.T) {
 	require.NoError(t, got.Validate())
 	want := createDefaultConfig()
 	want.Mode, want.TimeSource, want.MaxKeys, want.NonEventRecords = modeLegacy, timeEvent, 1000, recordsDrop
-	want.EventTimeMaxLead = 10 * time.Second
+	want.EventTimeMaxLead, want.InputCounts = 10*time.Second, countsIgnore
 	want.Series = SeriesConfig{FinishAfter: 2 * time.Minute, HeartbeatInterval: 10 * time.Minute, FinishMarker: true}
 	want.Aggregation = AggregationConfig{Enabled: true, MaxEvents: 5, MaxInterval: time.Minute}
 	want.SpamFilter = SpamFilterConfig{Enabled: true, QPS: 0.1, Burst: 10, Key: []string{"source", "object", "type", "reason"}}
@@ -43,7 +43,7 @@ func TestValidateNamesEveryBadKey(t *testing.T) {
 	err := loadConfig(t, "eventseries/invalid").Validate()
 	require.Error(t, err)
 	for _, key := range []string{
-		`mode: "compressed"`, `time_source: "wall"`, "event_time_max_lead", "max_keys", `non_event_records: "keep"`,
+		`mode: "compressed"`, `time_source: "wall"`, "event_time_max_lead", "max_keys", `non_event_records: "keep"`, `input_counts: "trusted"`,
 		"series.finish_after", "series.heartbeat_interval", "aggregation.max_events", "aggregation.max_interval",
 		"spam_filter.qps", "spam_filter.burst", `spam_filter.key: "node"`, `spam_filter.key: "source" twice`,
 	} {

@@ -97,3 +97,34 @@ func TestHostileOversizedFieldsNotCached(t *testing.T) {
 	h.consume(logsOf(good))
 	require.Len(t, h.records(), 1)
 }
+
+// TestHostileClaimedCountsWithInputCountsIgnore: with input_counts: ignore,
+// a record claiming 2,147,483,647 occurrences is one occurrence, a second
+// record of the same Event uid claiming more adds nothing, and no emitted
+// record carries the claimed count. With the default (cumulative) the claim
+// is honoured: only sources trusted to state counts may feed such a pipeline.
+func TestHostileClaimedCountsWithInputCountsIgnore(t *testing.T) {
+	claim := func(count int64, t0off time.Duration) k8sevent.Event {
+		ev := podEvent("web-0", "BackOff", "x")
+		ev.UID, ev.Count, ev.Time = "event-uid-1", count, t0.Add(t0off)
+		return ev
+	}
+	for _, tc := range []struct {
+		counts string
+		want   int64
+	}{{countsIgnore, 1}, {countsCumulative, 2147483647 + 5}} {
+		t.Run(tc.counts, func(t *testing.T) {
+			h := newHarness(t, func(cfg *Config) { eventTime(cfg); cfg.InputCounts = tc.counts })
+			h.consume(logsOf(claim(2147483647, 0)))
+			h.consume(logsOf(claim(2147483647+5, time.Second)))
+			h.shutdown()
+			require.Equal(t, tc.want, h.p.engine.Stats.Occurrences)
+			var shown int64
+			for _, r := range h.records() {
+				ev := r.event(t)
+				shown = max(shown, ev.Occurrences())
+			}
+			require.Equal(t, tc.want, shown, "the most any emitted record shows")
+		})
+	}
+}

@@ -226,6 +226,9 @@ func (p *eventSeriesProcessor) observe(ctx context.Context, ld plog.Logs) output
 				if ev.Time.IsZero() { // rare: recover the occurrence time from the attributes
 					problems, _ = k8sevent.DecodeRecord(lr, &ev, k8sevent.DecodeOptions{})
 				}
+				if p.cfg.InputCounts == countsIgnore {
+					ev.Count, ev.SeriesCount = 0, 0 // one occurrence, whatever it claims
+				}
 				now := batchNow
 				if p.eventTime {
 					now = p.eventNow(ev.Time.UnixNano(), limit, &counts)
