@@ -169,10 +169,10 @@ func BenchmarkHostileFieldsPeakRSS(b *testing.B) {
 
 func hostileFieldsRun(b *testing.B, records int) int64 {
 	srv := kubetest.Start(b)
-	grpcAddr := fmt.Sprintf("127.0.0.1:%d", freePort(b))
+	grpcAddr := loopback(b)
 	c := startCollectorEnv(b, b.TempDir(), readyConfig(b, "otlp-ingestion.yaml"), []string{
 		"K8S_AUTH_TYPE=kubeConfig", "KUBECONFIG=" + srv.Kubeconfig(b),
-		"OTLP_GRPC_ENDPOINT=" + grpcAddr, fmt.Sprintf("OTLP_HTTP_ENDPOINT=127.0.0.1:%d", freePort(b)),
+		"OTLP_GRPC_ENDPOINT=" + grpcAddr, "OTLP_HTTP_ENDPOINT=" + loopback(b),
 	})
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()

@@ -52,7 +52,7 @@ func TestScaleOut(t *testing.T) {
 	// The reference: one collector.
 	before := eventRequests(t, cs)
 	endpoint := loopback(t)
-	single := startCollectorEnv(t, t.TempDir(), tier2, append(env, "OTLP_GRPC_ENDPOINT="+endpoint,
+	single := startCollectorEnv(t, t.TempDir(), tier2, append(env, "OTLP_GRPC_ENDPOINT="+endpoint, "OTLP_HTTP_ENDPOINT="+loopback(t),
 		"REPORTING_CONTROLLER=k8sevents.io/e2e-single", "REPORTING_INSTANCE=single"))
 	sendAll(ctx, t, endpoint, occs)
 	require.NoError(t, single.Stop(time.Minute))
@@ -67,12 +67,12 @@ func TestScaleOut(t *testing.T) {
 	var backends []string
 	for i := range 3 {
 		ep := loopback(t)
-		tier2s = append(tier2s, startCollectorEnv(t, t.TempDir(), tier2, append(env, "OTLP_GRPC_ENDPOINT="+ep,
+		tier2s = append(tier2s, startCollectorEnv(t, t.TempDir(), tier2, append(env, "OTLP_GRPC_ENDPOINT="+ep, "OTLP_HTTP_ENDPOINT="+loopback(t),
 			"REPORTING_CONTROLLER=k8sevents.io/e2e-scaled", fmt.Sprintf("REPORTING_INSTANCE=tier2-%d", i))))
 		backends = append(backends, ep)
 	}
 	endpoint = loopback(t)
-	lb := startCollectorEnv(t, t.TempDir(), tier1, []string{"OTLP_GRPC_ENDPOINT=" + endpoint,
+	lb := startCollectorEnv(t, t.TempDir(), tier1, []string{"OTLP_GRPC_ENDPOINT=" + endpoint, "OTLP_HTTP_ENDPOINT=" + loopback(t),
 		"TIER2_ENDPOINTS=[" + strings.Join(backends, ", ") + "]"})
 	sendAll(ctx, t, endpoint, occs)
 	// Tier 1 first: its queues drain into tier 2, which then flushes.
