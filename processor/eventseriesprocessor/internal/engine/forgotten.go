@@ -89,10 +89,14 @@ func (h *horizon) age(g *generation) {
 // cache and this filter know the object by. Fixed, not seeded: the output
 // stays the same on every run (and in a snapshot), and a crafted collision
 // gains nothing sending the other object's key would not (see totalTable).
-func keyHash(key []byte) uint64 {
-	h := uint64(14695981039346656037)
-	for _, c := range key {
-		h ^= uint64(c)
+func keyHash(key string) uint64 { return fnvAdd(fnvOffset, key) }
+
+const fnvOffset = 14695981039346656037
+
+// fnvAdd continues an FNV-1a hash over s: a key is hashed in parts, never built.
+func fnvAdd(h uint64, s string) uint64 {
+	for i := 0; i < len(s); i++ {
+		h ^= uint64(s[i])
 		h *= 1099511628211
 	}
 	return h

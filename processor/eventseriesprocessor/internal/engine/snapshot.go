@@ -329,7 +329,7 @@ func (e *Engine) restoreTotals(r *reader, version uint64, now int64) error {
 		if version >= 4 {
 			key = r.u64()
 		} else {
-			key = keyHash([]byte(r.str()))
+			key = keyHash(r.str())
 		}
 		t := total{count: r.int(), first: now, last: now}
 		if version >= 2 {

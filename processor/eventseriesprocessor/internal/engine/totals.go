@@ -67,12 +67,12 @@ const clockSkew = int64(time.Minute)
 // total).
 func (e *Engine) occurrences(ev *k8sevent.Event) int64 {
 	n := ev.Occurrences()
-	e.buf = e.buf[:0]
+	var key uint64 // keyHash of 'U' uid, or of 'N' namespace/name
 	switch {
 	case ev.UID != "":
-		e.buf = append(append(e.buf, 'U'), ev.UID...)
+		key = fnvAdd(fnvAdd(fnvOffset, "U"), ev.UID)
 	case ev.Name != "" && (ev.Count > 0 || ev.SeriesCount > 0):
-		e.buf = append(append(append(append(e.buf, 'N'), ev.ObjectNamespace()...), '/'), ev.Name...)
+		key = fnvAdd(fnvAdd(fnvAdd(fnvAdd(fnvOffset, "N"), ev.ObjectNamespace()), "/"), ev.Name)
 	default:
 		return 1
 	}
@@ -80,7 +80,6 @@ func (e *Engine) occurrences(ev *k8sevent.Event) int64 {
 	if last.IsZero() {
 		last = ev.Time
 	}
-	key := keyHash(e.buf)
 	if t, ok := e.totals.get(key); ok {
 		t.last = max(t.last, last.UnixNano())
 		if n <= t.count {
