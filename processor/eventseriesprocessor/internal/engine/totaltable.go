@@ -21,6 +21,10 @@ type totalTable struct {
 	mask           uint64
 	newest, oldest int32 // slot indexes; -1 when empty
 	onEvict        func(hash uint64, t *total)
+	// missed and missedAt: the hash get last did not find and its free
+	// position, so that the add that follows need not probe again.
+	missed   uint64
+	missedAt int64 // -1: none
 }
 
 type totalSlot struct {
@@ -37,7 +41,7 @@ func newTotalTable(capacity int, onEvict func(hash uint64, t *total)) *totalTabl
 	}
 	return &totalTable{
 		slots: make([]totalSlot, 0, capacity), index: make([]int32, positions),
-		mask: uint64(positions - 1), newest: -1, oldest: -1, onEvict: onEvict,
+		mask: uint64(positions - 1), newest: -1, oldest: -1, onEvict: onEvict, missedAt: -1,
 	}
 }
 
@@ -47,8 +51,9 @@ func (t *totalTable) Len() int { return len(t.slots) }
 // get returns the total of the object with this hash and makes it the most
 // recently seen. The pointer is valid until the next add.
 func (t *totalTable) get(hash uint64) (*total, bool) {
-	_, s := t.find(hash)
+	pos, s := t.find(hash)
 	if s < 0 {
+		t.missed, t.missedAt = hash, int64(pos)
 		return nil, false
 	}
 	t.unlink(s)
@@ -60,10 +65,14 @@ func (t *totalTable) get(hash uint64) (*total, bool) {
 // forgetting the least recently seen one when full. It reports whether the
 // object was new.
 func (t *totalTable) add(hash uint64, tot total) bool {
-	pos, s := t.find(hash)
-	if s >= 0 {
+	var pos uint64
+	s := int32(-1)
+	if t.missedAt >= 0 && t.missed == hash {
+		pos = uint64(t.missedAt)
+	} else if pos, s = t.find(hash); s >= 0 {
 		return false
 	}
+	t.missedAt = -1
 	if len(t.slots) == cap(t.slots) {
 		s = t.oldest
 		old := &t.slots[s]
