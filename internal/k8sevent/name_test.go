@@ -28,3 +28,16 @@ func TestIsDNS1123SubdomainAgreesWithApimachinery(t *testing.T) {
 		require.Equal(t, want, isDNS1123Subdomain([]byte(s)), "%q", s)
 	}
 }
+
+// keyIndex finds every contract key at its place and nothing else, also
+// strings that fall in a contract key's slot.
+func TestKeyIndex(t *testing.T) {
+	for i, k := range ContractKeys {
+		require.Equal(t, contractKey(i), keyIndex(k), k)
+		require.Equal(t, contractKey(-1), keyIndex(k+"x"), k+"x")
+		require.Equal(t, contractKey(-1), keyIndex("x"+k[1:]), "x"+k[1:])
+	}
+	for _, k := range []string{"", "k", "k8s", "k8s.", "service.name", "k8s.pod.name"} {
+		require.Equal(t, contractKey(-1), keyIndex(k), k)
+	}
+}
