@@ -7,6 +7,7 @@ package engine
 // adding one costs no allocation and no key string: the slots are one
 // slice made up front, linked in order of use by index, and found by
 // linear probing in an index of positions kept at most two thirds full.
+// The index holds at most 2^32 positions: max_keys is far below.
 //
 // An object is known by the 64-bit FNV-1a hash of its key (keyHash), not
 // by the key. Two keys sharing it by chance would share a total, and the
@@ -17,7 +18,7 @@ package engine
 // could not get by sending that object's uid.
 type totalTable struct {
 	slots          []totalSlot // cap is the capacity
-	index          []int32     // per position, slot index + 1; 0: free
+	index          []position
 	mask           uint64
 	newest, oldest int32 // slot indexes; -1 when empty
 	onEvict        func(hash uint64, t *total)
@@ -25,6 +26,14 @@ type totalTable struct {
 	// position, so that the add that follows need not probe again.
 	missed   uint64
 	missedAt int64 // -1: none
+}
+
+// position is one place of the index: its slot and the low half of the
+// mixed hash, which both rejects most other hashes and gives the home
+// position without reading the slot (a cache miss per probe otherwise).
+type position struct {
+	mixed uint32
+	slot  int32 // slot index + 1; 0: free
 }
 
 type totalSlot struct {
@@ -40,7 +49,7 @@ func newTotalTable(capacity int, onEvict func(hash uint64, t *total)) *totalTabl
 		positions <<= 1
 	}
 	return &totalTable{
-		slots: make([]totalSlot, 0, capacity), index: make([]int32, positions),
+		slots: make([]totalSlot, 0, capacity), index: make([]position, positions),
 		mask: uint64(positions - 1), newest: -1, oldest: -1, onEvict: onEvict, missedAt: -1,
 	}
 }
@@ -87,7 +96,7 @@ func (t *totalTable) add(hash uint64, tot total) bool {
 		t.slots = t.slots[:s+1]
 	}
 	t.slots[s] = totalSlot{hash: hash, total: tot}
-	t.index[pos] = s + 1
+	t.index[pos] = position{mixed: uint32(mix64(hash)), slot: s + 1}
 	t.linkNewest(s)
 	return true
 }
@@ -121,14 +130,15 @@ func (t *totalTable) resized(capacity int) (*totalTable, int) {
 // find returns the position holding hash and its slot, or the free
 // position where it would go and -1.
 func (t *totalTable) find(hash uint64) (pos uint64, slot int32) {
-	pos = mix64(hash) & t.mask
+	mixed := mix64(hash)
+	pos = mixed & t.mask
 	for {
-		s := t.index[pos]
-		if s == 0 {
+		p := t.index[pos]
+		if p.slot == 0 {
 			return pos, -1
 		}
-		if t.slots[s-1].hash == hash {
-			return pos, s - 1
+		if p.mixed == uint32(mixed) && t.slots[p.slot-1].hash == hash {
+			return pos, p.slot - 1
 		}
 		pos = (pos + 1) & t.mask
 	}
@@ -140,15 +150,15 @@ func (t *totalTable) find(hash uint64) (pos uint64, slot int32) {
 func (t *totalTable) unindex(hash uint64) {
 	pos, _ := t.find(hash)
 	for {
-		t.index[pos] = 0
+		t.index[pos] = position{}
 		next := pos
 		for {
 			next = (next + 1) & t.mask
-			s := t.index[next]
-			if s == 0 {
+			p := t.index[next]
+			if p.slot == 0 {
 				return
 			}
-			home := mix64(t.slots[s-1].hash) & t.mask
+			home := uint64(p.mixed) & t.mask
 			if (next-home)&t.mask >= (next-pos)&t.mask { // pos lies on its way from home
 				break
 			}
