@@ -131,76 +131,39 @@ var ContractKeys = [numContractKeys]string{
 	AttrStartTime,
 }
 
-// keyIndex is k's place in ContractKeys, or -1 for a key outside the contract.
+// keyIndex is k's place in ContractKeys, or -1 for a key outside the
+// contract. Every attribute of every record is looked up: a table indexed
+// by a hash of the length and two bytes, which no two contract keys share
+// (keyTable panics at start otherwise), is a third of a string switch.
 func keyIndex(k string) contractKey {
-	switch k {
-	case AttrEventName:
-		return keyEventName
-	case AttrEventUID:
-		return keyEventUID
-	case AttrEventNamespace:
-		return keyEventNamespace
-	case AttrReason:
-		return keyReason
-	case AttrAction:
-		return keyAction
-	case AttrNamespace:
-		return keyNamespace
-	case AttrObjectKind:
-		return keyObjectKind
-	case AttrObjectName:
-		return keyObjectName
-	case AttrObjectUID:
-		return keyObjectUID
-	case AttrObjectAPIVersion:
-		return keyObjectAPIVersion
-	case AttrObjectFieldPath:
-		return keyObjectFieldPath
-	case AttrObjectResourceVer:
-		return keyObjectResourceVer
-	case AttrSourceComponent:
-		return keySourceComponent
-	case AttrNodeName:
-		return keyNodeName
-	case AttrReportingController:
-		return keyReportingController
-	case AttrReportingInstance:
-		return keyReportingInstance
-	case AttrRelatedKind:
-		return keyRelatedKind
-	case AttrRelatedName:
-		return keyRelatedName
-	case AttrRelatedNamespace:
-		return keyRelatedNamespace
-	case AttrRelatedUID:
-		return keyRelatedUID
-	case AttrRelatedAPIVersion:
-		return keyRelatedAPIVersion
-	case AttrRelatedFieldPath:
-		return keyRelatedFieldPath
-	case AttrRelatedResourceVer:
-		return keyRelatedResourceVer
-	case AttrCount:
-		return keyCount
-	case AttrSeriesCount:
-		return keySeriesCount
-	case AttrSeriesState:
-		return keySeriesState
-	case AttrAggregated:
-		return keyAggregated
-	case AttrFirstTimestamp:
-		return keyFirstTimestamp
-	case AttrLastTimestamp:
-		return keyLastTimestamp
-	case AttrEventTime:
-		return keyEventTime
-	case AttrSeriesLastObserved:
-		return keySeriesLastObserved
-	case AttrStartTime:
-		return keyStartTime
+	if len(k) < 4 {
+		return -1
 	}
-	return -1
+	i := keyTable[keySlot(k)]
+	if i < 0 || ContractKeys[i] != k {
+		return -1
+	}
+	return contractKey(i)
 }
+
+func keySlot(k string) int {
+	return (len(k)*5 + int(k[len(k)-1])*3 + int(k[len(k)-4])) & (keyTableSize - 1)
+}
+
+const keyTableSize = 128
+
+var keyTable = func() (t [keyTableSize]int8) {
+	for i := range t {
+		t[i] = -1
+	}
+	for i, k := range ContractKeys {
+		if t[keySlot(k)] >= 0 {
+			panic("k8sevent: contract keys " + ContractKeys[t[keySlot(k)]] + " and " + k + " share a slot of keyTable")
+		}
+		t[keySlot(k)] = int8(i)
+	}
+	return t
+}()
 
 // DropDuplicateKeys removes every copy of a contract key after the first,
 // the copy DecodeAttributes reads.

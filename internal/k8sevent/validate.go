@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+	"unsafe"
 
 	"k8s.io/apimachinery/pkg/api/validation/path"
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -192,11 +193,49 @@ func Truncate(s string, n int) string {
 // an object. Deterministic: the same key and time give the same name.
 func GenerateName(regardingName string, first time.Time, key string) string {
 	h := fnv32a(key)
-	name := regardingName + "." + strconv.FormatUint(uint64(first.UnixNano()), 16) + fmt.Sprintf("%08x", h)
-	if len(validation.IsDNS1123Subdomain(name)) == 0 {
-		return name
+	// One allocation: a new series per record (a storm of new objects) names one each.
+	b := make([]byte, 0, len(regardingName)+1+16+8)
+	b = append(b, regardingName...)
+	b = append(b, '.')
+	b = strconv.AppendUint(b, uint64(first.UnixNano()), 16)
+	b = appendHex32(b, h)
+	if isDNS1123Subdomain(b) {
+		return unsafe.String(unsafe.SliceData(b), len(b)) // b is not used again
 	}
 	return fmt.Sprintf("event.%016x%08x", uint64(first.UnixNano()), h)
+}
+
+func appendHex32(b []byte, h uint32) []byte {
+	const digits = "0123456789abcdef"
+	for shift := 28; shift >= 0; shift -= 4 {
+		b = append(b, digits[(h>>shift)&0xf])
+	}
+	return b
+}
+
+// isDNS1123Subdomain is validation.IsDNS1123Subdomain's rule without its
+// regular expression (a tenth of a churning series' cost): at most 253
+// bytes, dot-separated labels of lower-case alphanumerics and '-', each
+// starting and ending with an alphanumeric.
+func isDNS1123Subdomain(name []byte) bool {
+	if len(name) == 0 || len(name) > validation.DNS1123SubdomainMaxLength {
+		return false
+	}
+	start := 0
+	for i := 0; i <= len(name); i++ {
+		if i < len(name) && name[i] != '.' {
+			c := name[i]
+			if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-') {
+				return false
+			}
+			continue
+		}
+		if i == start || name[start] == '-' || name[i-1] == '-' {
+			return false
+		}
+		start = i + 1
+	}
+	return true
 }
 
 func fnv32a(s string) uint32 {

@@ -12,6 +12,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/plog"
 	"go.opentelemetry.io/collector/processor/processortest"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
 	clocktesting "k8s.io/utils/clock/testing"
 
@@ -20,43 +21,92 @@ import (
 
 const batchSize = 100
 
-// benchBatch is a 100-record batch shaped like the contrib k8s_events
-// receiver's output (one ResourceLogs per record), with the count attribute
-// of each record at hand so every round can bump it, as a watch stream of
-// a patched Event does.
+// recordShape is how the records of one Event's occurrences look.
+type recordShape struct {
+	name string
+	// sharedUID: one Event object per pod, its cumulative count growing (a
+	// watched core/v1 Event being patched). Otherwise every occurrence is an
+	// Event object of its own, with its own k8s.event.name and
+	// k8s.event.uid and no count (a raw storm, an app sending OTLP, the
+	// receiver watching events.k8s.io/v1).
+	sharedUID bool
+}
+
+var benchShapes = []recordShape{
+	{name: "shared-uid", sharedUID: true},
+	{name: "uid-per-occurrence"},
+}
+
+// benchBatch is a 100-record batch shaped like the k8s_events receivers'
+// output (one ResourceLogs per record), with the attributes a round
+// changes at hand.
 type benchBatch struct {
-	ld     plog.Logs
-	counts []pcommon.Value
-	times  []plog.LogRecord
-	events []corev1.Event // the same occurrences for client-go
+	shape   recordShape
+	ld      plog.Logs
+	keys    []int
+	counts  []pcommon.Value // shared uid: the cumulative count
+	names   []pcommon.Value // k8s.event.name
+	uids    []pcommon.Value // k8s.event.uid
+	objects []pcommon.Value // the regarding pod's name, on the resource
+	times   []plog.LogRecord
+	events  []corev1.Event // the same occurrences for client-go
 }
 
 // newBenchBatch makes records for keyOf(i), i over the batch; keys with the
-// same index are the same Event object.
-func newBenchBatch(keyOf func(i int) int) *benchBatch {
-	b := &benchBatch{ld: plog.NewLogs()}
+// same index are the same pod (and, shared uid, the same Event object).
+func newBenchBatch(shape recordShape, keyOf func(i int) int) *benchBatch {
+	b := &benchBatch{shape: shape, ld: plog.NewLogs()}
 	for i := range batchSize {
 		k := keyOf(i)
 		ev := podEvent(fmt.Sprintf("pod-%d", k), "BackOff", "Back-off restarting failed container app in pod")
 		ev.Regarding.FieldPath = "spec.containers{app}"
-		ev.Name, ev.UID, ev.Count = fmt.Sprintf("pod-%d.17f0a2b3c4d5e6f7", k), fmt.Sprintf("event-uid-%d", k), 1
+		ev.Name, ev.UID = fmt.Sprintf("pod-%d.17f0a2b3c4d5e6f7", k), fmt.Sprintf("event-uid-%d", k)
+		if shape.sharedUID {
+			ev.Count = 1
+		}
 		ev.FirstTimestamp, ev.Time = t0, t0
 		contribRecord(ev).ResourceLogs().MoveAndAppendTo(b.ld.ResourceLogs())
-		lr := b.ld.ResourceLogs().At(i).ScopeLogs().At(0).LogRecords().At(0)
-		v, _ := lr.Attributes().Get(k8sevent.AttrCount)
-		b.counts = append(b.counts, v)
+		rl := b.ld.ResourceLogs().At(i)
+		lr := rl.ScopeLogs().At(0).LogRecords().At(0)
+		get := func(m pcommon.Map, key string) pcommon.Value { v, _ := m.Get(key); return v }
+		b.keys = append(b.keys, k)
+		b.counts = append(b.counts, get(lr.Attributes(), k8sevent.AttrCount))
+		b.names = append(b.names, get(lr.Attributes(), k8sevent.AttrEventName))
+		b.uids = append(b.uids, get(lr.Attributes(), k8sevent.AttrEventUID))
+		b.objects = append(b.objects, get(rl.Resource().Attributes(), k8sevent.AttrObjectName))
 		b.times = append(b.times, lr)
-		b.events = append(b.events, *ev.ToCoreV1())
+		core := *ev.ToCoreV1()
+		core.Count = 1 // as client-go's recorder makes every occurrence
+		b.events = append(b.events, core)
 	}
 	return b
 }
 
-// round advances every record by one occurrence one second later.
-func (b *benchBatch) round(n int) {
-	at := pcommon.NewTimestampFromTime(t0.Add(time.Duration(n) * time.Second))
-	for i := range b.counts {
-		b.counts[i].SetInt(b.counts[i].Int() + 1)
-		b.times[i].SetTimestamp(at)
+// round makes every record the next occurrence, one second later: shared
+// uid, the count grows; else each is a new Event object. churn: each
+// record is also of a new pod.
+func (b *benchBatch) round(n int, churn bool) {
+	at := t0.Add(time.Duration(n) * time.Second)
+	for i, k := range b.keys {
+		b.times[i].SetTimestamp(pcommon.NewTimestampFromTime(at))
+		b.events[i].LastTimestamp.Time = at
+		if churn {
+			pod := fmt.Sprintf("pod-%d-%d", n, i)
+			b.objects[i].SetStr(pod)
+			b.events[i].InvolvedObject.Name = pod
+		}
+		switch {
+		case b.shape.sharedUID && churn:
+			b.uids[i].SetStr(fmt.Sprintf("event-uid-%d-%d", n, i))
+		case b.shape.sharedUID:
+			b.counts[i].SetInt(b.counts[i].Int() + 1)
+		default:
+			name := fmt.Sprintf("pod-%d.%x", k, t0.UnixNano()+int64(n*batchSize+i))
+			uid := fmt.Sprintf("event-uid-%d-%d-%d", k, n, i)
+			b.names[i].SetStr(name)
+			b.uids[i].SetStr(uid)
+			b.events[i].Name, b.events[i].UID = name, types.UID(uid)
+		}
 	}
 }
 
@@ -66,117 +116,108 @@ var benchStreams = []struct {
 }{
 	// 4 crashlooping pods, every record a repeat.
 	{"duplicate-heavy", func(_, i int) int { return i % 4 }},
-	// 1,000 objects, 100 of them per batch in turn.
+	// 1,000 pods, 100 of them per batch in turn.
 	{"1000-key-mix", func(round, i int) int { return (round*batchSize + i) % 1000 }},
 }
 
-// BenchmarkConsumeLogs measures the factory-built processor on 100-record
-// batches, next to client-go's EventCorrelator on the same occurrences.
-// Read ns/record and allocs/record.
+// BenchmarkConsumeLogs measures the factory-built processor (defaults,
+// time_source: event) on 100-record batches of both record shapes, next to
+// client-go's EventCorrelator on the same occurrences. Read ns/record;
+// allocs/op is per batch of 100 records.
 func BenchmarkConsumeLogs(b *testing.B) {
-	for _, s := range benchStreams {
-		for _, mode := range []string{modeSeries, modeLegacy} {
-			b.Run(s.name+"/eventseries-"+mode, func(b *testing.B) {
-				cfg := createDefaultConfig()
-				cfg.Mode = mode
-				p, err := NewFactory().CreateLogs(context.Background(), processortest.NewNopSettings(NewFactory().Type()), cfg, consumertest.NewNop())
-				if err != nil {
-					b.Fatal(err)
-				}
-				batches := rotatingBatches(s.keyOf)
-				b.ReportAllocs()
-				b.ResetTimer()
-				for n := range b.N {
-					batch := batches[n%len(batches)]
-					if n%len(batches) == 0 {
-						// pdata's SetInt allocates, and pausing the timer costs a
-						// stop-the-world: prepare the next len(batches) rounds at once.
-						b.StopTimer()
-						for j, next := range batches {
-							next.round(n + j)
-						}
-						b.StartTimer()
-					}
-					if err := p.ConsumeLogs(context.Background(), batch.ld); err != nil {
-						b.Fatal(err)
-					}
-				}
-				perRecord(b)
-				_ = p.Shutdown(context.Background())
+	for _, shape := range benchShapes {
+		for _, s := range benchStreams {
+			name := shape.name + "/" + s.name
+			keyOf := func(round int) func(int) int { return func(i int) int { return s.keyOf(round, i) } }
+			for _, mode := range []string{modeSeries, modeLegacy} {
+				b.Run(name+"/eventseries-"+mode, func(b *testing.B) {
+					benchProcessor(b, mode, rotatingBatches(shape, keyOf), false)
+				})
+			}
+			b.Run(name+"/client-go-EventCorrelator", func(b *testing.B) {
+				benchCorrelator(b, rotatingBatches(shape, keyOf), false)
 			})
 		}
-		b.Run(s.name+"/client-go-EventCorrelator", func(b *testing.B) {
-			clock := clocktesting.NewFakeClock(t0)
-			correlator := record.NewEventCorrelatorWithOptions(record.CorrelatorOptions{Clock: clock})
-			batches := rotatingBatches(s.keyOf)
-			b.ReportAllocs()
-			b.ResetTimer()
-			for n := range b.N {
-				clock.SetTime(t0.Add(time.Duration(n) * time.Second))
-				for i := range batches[n%len(batches)].events {
-					if _, err := correlator.EventCorrelate(&batches[n%len(batches)].events[i]); err != nil {
-						b.Fatal(err)
-					}
-				}
-			}
-			perRecord(b)
+	}
+}
+
+// BenchmarkChurn is all-unique churn: every record a new pod and a new
+// Event object, far more than max_keys, so every record creates a state
+// and evicts one.
+func BenchmarkChurn(b *testing.B) {
+	for _, shape := range benchShapes {
+		keyOf := func(int) func(int) int { return func(i int) int { return i } }
+		for _, mode := range []string{modeSeries, modeLegacy} {
+			b.Run(shape.name+"/eventseries-"+mode, func(b *testing.B) {
+				benchProcessor(b, mode, rotatingBatches(shape, keyOf), true)
+			})
+		}
+		b.Run(shape.name+"/client-go-EventCorrelator", func(b *testing.B) {
+			benchCorrelator(b, rotatingBatches(shape, keyOf), true)
 		})
 	}
+}
+
+func benchProcessor(b *testing.B, mode string, batches []*benchBatch, churn bool) {
+	cfg := createDefaultConfig()
+	cfg.Mode = mode
+	cfg.TimeSource = timeEvent
+	p, err := NewFactory().CreateLogs(context.Background(), processortest.NewNopSettings(NewFactory().Type()), cfg, consumertest.NewNop())
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for n := range b.N {
+		nextRounds(b, batches, n, churn)
+		if err := p.ConsumeLogs(context.Background(), batches[n%len(batches)].ld); err != nil {
+			b.Fatal(err)
+		}
+	}
+	perRecord(b)
+	_ = p.Shutdown(context.Background())
+}
+
+func benchCorrelator(b *testing.B, batches []*benchBatch, churn bool) {
+	clock := clocktesting.NewFakeClock(t0)
+	correlator := record.NewEventCorrelatorWithOptions(record.CorrelatorOptions{Clock: clock})
+	b.ReportAllocs()
+	b.ResetTimer()
+	for n := range b.N {
+		nextRounds(b, batches, n, churn)
+		clock.SetTime(t0.Add(time.Duration(n) * time.Second))
+		events := batches[n%len(batches)].events
+		for i := range events {
+			ev := events[i] // the correlator may change what it is given
+			if _, err := correlator.EventCorrelate(&ev); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	perRecord(b)
+}
+
+// nextRounds prepares, at the start of each cycle through the batches, the
+// next len(batches) rounds at once: pdata's setters allocate, and pausing
+// the timer costs a stop-the-world.
+func nextRounds(b *testing.B, batches []*benchBatch, n int, churn bool) {
+	if n%len(batches) != 0 {
+		return
+	}
+	b.StopTimer()
+	for j, next := range batches {
+		next.round(n+j, churn)
+	}
+	b.StartTimer()
 }
 
 // rotatingBatches prepares the distinct batches a stream cycles through.
-func rotatingBatches(keyOf func(round, i int) int) []*benchBatch {
+func rotatingBatches(shape recordShape, keyOf func(round int) func(int) int) []*benchBatch {
 	var out []*benchBatch
 	for round := range 10 {
-		out = append(out, newBenchBatch(func(i int) int { return keyOf(round, i) }))
+		out = append(out, newBenchBatch(shape, keyOf(round)))
 	}
 	return out
-}
-
-// BenchmarkChurn is all-unique churn: every record a new object, far more
-// objects than max_keys, so every record creates a state and evicts one.
-func BenchmarkChurn(b *testing.B) {
-	for _, mode := range []string{modeSeries, modeLegacy} {
-		b.Run("eventseries-"+mode, func(b *testing.B) {
-			cfg := createDefaultConfig()
-			cfg.Mode = mode
-			p, err := NewFactory().CreateLogs(context.Background(), processortest.NewNopSettings(NewFactory().Type()), cfg, consumertest.NewNop())
-			if err != nil {
-				b.Fatal(err)
-			}
-			batch := newBenchBatch(func(i int) int { return i })
-			b.ReportAllocs()
-			b.ResetTimer()
-			for n := range b.N {
-				for i, lr := range batch.times {
-					lr.Attributes().PutStr(k8sevent.AttrEventUID, fmt.Sprintf("u-%d-%d", n, i))
-					lr.SetTimestamp(pcommon.NewTimestampFromTime(t0.Add(time.Duration(n) * time.Second)))
-				}
-				if err := p.ConsumeLogs(context.Background(), batch.ld); err != nil {
-					b.Fatal(err)
-				}
-			}
-			perRecord(b)
-			_ = p.Shutdown(context.Background())
-		})
-	}
-	b.Run("client-go-EventCorrelator", func(b *testing.B) {
-		clock := clocktesting.NewFakeClock(t0)
-		correlator := record.NewEventCorrelatorWithOptions(record.CorrelatorOptions{Clock: clock})
-		batch := newBenchBatch(func(i int) int { return i })
-		b.ReportAllocs()
-		b.ResetTimer()
-		for n := range b.N {
-			for i := range batch.events {
-				ev := batch.events[i]
-				ev.InvolvedObject.Name = fmt.Sprintf("pod-%d-%d", n, i)
-				if _, err := correlator.EventCorrelate(&ev); err != nil {
-					b.Fatal(err)
-				}
-			}
-		}
-		perRecord(b)
-	})
 }
 
 func perRecord(b *testing.B) {
@@ -185,35 +226,44 @@ func perRecord(b *testing.B) {
 }
 
 // BenchmarkRetainedHeapPerSeries opens 20,000 series (two occurrences each)
-// in a processor with room for all of them and reports the live heap they
-// hold, per series.
+// in a processor with room for all of them and reports the live heap it
+// holds, per series: everything it allocates counts, the tables made at
+// start included.
 func BenchmarkRetainedHeapPerSeries(b *testing.B) {
 	const series = 20_000
-	for range b.N {
-		cfg := createDefaultConfig()
-		cfg.MaxKeys = series
-		cfg.TimeSource = timeEvent
-		cfg.SpamFilter.Enabled = false
-		p, err := newProcessor(processortest.NewNopSettings(NewFactory().Type()), cfg, consumertest.NewNop(), time.Now)
-		if err != nil {
-			b.Fatal(err)
-		}
-		before := liveHeap()
-		for round := range 2 {
-			for start := 0; start < series; start += batchSize {
-				bb := newBenchBatch(func(i int) int { return start + i })
-				bb.round(round)
-				if err := p.ConsumeLogs(context.Background(), bb.ld); err != nil {
+	for _, shape := range benchShapes {
+		b.Run(shape.name, func(b *testing.B) {
+			for range b.N {
+				cfg := createDefaultConfig()
+				cfg.MaxKeys = series
+				cfg.TimeSource = timeEvent
+				cfg.SpamFilter.Enabled = false
+				var batches []*benchBatch
+				for start := 0; start < series; start += batchSize {
+					batches = append(batches, newBenchBatch(shape, func(i int) int { return start + i }))
+				}
+				before := liveHeap()
+				p, err := newProcessor(processortest.NewNopSettings(NewFactory().Type()), cfg, consumertest.NewNop(), time.Now)
+				if err != nil {
 					b.Fatal(err)
 				}
+				for round := range 2 {
+					for _, bb := range batches {
+						bb.round(round, false)
+						if err := p.ConsumeLogs(context.Background(), bb.ld); err != nil {
+							b.Fatal(err)
+						}
+					}
+				}
+				after := liveHeap()
+				if p.engine.Len() != series {
+					b.Fatalf("%d open series, want %d", p.engine.Len(), series)
+				}
+				b.ReportMetric(float64(after-before)/series, "B/series")
+				runtime.KeepAlive(p)
+				runtime.KeepAlive(batches)
 			}
-		}
-		after := liveHeap()
-		if p.engine.Len() != series {
-			b.Fatalf("%d open series, want %d", p.engine.Len(), series)
-		}
-		b.ReportMetric(float64(after-before)/series, "B/series")
-		runtime.KeepAlive(p)
+		})
 	}
 }
 

@@ -126,7 +126,7 @@ type Engine struct {
 	states   *simplelru.LRU[string, *state]
 	aggs     *simplelru.LRU[string, *aggregate]
 	spam     *simplelru.LRU[string, *bucket]
-	totals   *simplelru.LRU[string, *total]
+	totals   *totalTable
 	forgot   horizon   // of the objects the totals cache forgot
 	filter   forgotten // which objects it forgot, for a while
 	due      deadlines
@@ -178,9 +178,7 @@ func (e *Engine) reset() error {
 	if e.spam, err = simplelru.NewLRU[string, *bucket](e.cfg.MaxKeys, nil); err != nil {
 		return err
 	}
-	if e.totals, err = simplelru.NewLRU(e.cfg.MaxKeys, e.forget); err != nil {
-		return err
-	}
+	e.totals = newTotalTable(e.cfg.MaxKeys, e.forget)
 	e.due, e.now, e.made = nil, 0, 0
 	e.forgot = horizon{first: unknownTime, last: unknownTime}
 	e.filter = newForgotten(e.cfg.MaxKeys)

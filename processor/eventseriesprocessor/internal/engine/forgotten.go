@@ -36,17 +36,17 @@ func newForgotten(maxKeys int) forgotten {
 
 // add puts an object in; when the generation is full the previous one goes
 // into h, the horizon of objects known only by their times.
-func (f *forgotten) add(key string, first int64, h *horizon) {
+func (f *forgotten) add(key uint64, first int64, h *horizon) {
 	if f.n >= len(f.gens[0].bits)*64/filterBits {
 		h.age(&f.gens[1])
 		f.gens[0], f.gens[1] = f.gens[1], f.gens[0]
 		f.n = 0
 	}
 	g := &f.gens[0]
-	h1, h2 := keyHash(key)
+	h1, h2 := probeHashes(key)
 	m := uint64(len(g.bits) * 64)
 	for i := range uint64(filterHashes) {
-		b := (h1 + i*h2) % m
+		b := bitIndex(h1+i*h2, m)
 		g.bits[b/64] |= 1 << (b % 64)
 	}
 	g.any = true
@@ -55,8 +55,8 @@ func (f *forgotten) add(key string, first int64, h *horizon) {
 }
 
 // has reports whether the object may have been put in.
-func (f *forgotten) has(key string) bool {
-	h1, h2 := keyHash(key)
+func (f *forgotten) has(key uint64) bool {
+	h1, h2 := probeHashes(key)
 	for gi := range f.gens {
 		g := &f.gens[gi]
 		if !g.any {
@@ -65,7 +65,7 @@ func (f *forgotten) has(key string) bool {
 		m := uint64(len(g.bits) * 64)
 		in := true
 		for i := range uint64(filterHashes) {
-			b := (h1 + i*h2) % m
+			b := bitIndex(h1+i*h2, m)
 			in = in && g.bits[b/64]&(1<<(b%64)) != 0
 		}
 		if in {
@@ -73,6 +73,15 @@ func (f *forgotten) has(key string) bool {
 		}
 	}
 	return false
+}
+
+// bitIndex is h % m, with a mask where m is a power of two (max_keys is,
+// by default): a division per probe was a tenth of a new object's cost.
+func bitIndex(h, m uint64) uint64 {
+	if m&(m-1) == 0 {
+		return h & (m - 1)
+	}
+	return h % m
 }
 
 // age moves g's objects into the horizon and empties g.
@@ -85,16 +94,26 @@ func (h *horizon) age(g *generation) {
 	g.any, g.first = false, unknownTime
 }
 
-// keyHash is FNV-1a, mixed (splitmix64) into two hashes for double hashing.
-// Fixed, not seeded: the output stays the same on every run, and a crafted
-// collision can only make a new object count as possibly forgotten.
-func keyHash(key string) (h1, h2 uint64) {
-	h := uint64(14695981039346656037)
-	for i := 0; i < len(key); i++ {
-		h ^= uint64(key[i])
+// keyHash is the 64-bit FNV-1a hash of an object's key: what the totals
+// cache and this filter know the object by. Fixed, not seeded: the output
+// stays the same on every run (and in a snapshot), and a crafted collision
+// gains nothing sending the other object's key would not (see totalTable).
+func keyHash(key string) uint64 { return fnvAdd(fnvOffset, key) }
+
+const fnvOffset = 14695981039346656037
+
+// fnvAdd continues an FNV-1a hash over s: a key is hashed in parts, never built.
+func fnvAdd(h uint64, s string) uint64 {
+	for i := 0; i < len(s); i++ {
+		h ^= uint64(s[i])
 		h *= 1099511628211
 	}
-	return mix64(h), mix64(h^0x9e3779b97f4a7c15) | 1
+	return h
+}
+
+// probeHashes mixes (splitmix64) a key's hash into two, for double hashing.
+func probeHashes(key uint64) (h1, h2 uint64) {
+	return mix64(key), mix64(key^0x9e3779b97f4a7c15) | 1
 }
 
 func mix64(z uint64) uint64 {

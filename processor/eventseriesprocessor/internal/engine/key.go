@@ -198,13 +198,27 @@ func (l *layout) check(packed string) (keyLen int, ok bool) {
 }
 
 func appendFields(buf []byte, ev *k8sevent.Event, fields []field) []byte {
+	base := unsafe.Pointer(ev)
 	for _, f := range fields {
-		s := *f.of(ev)
-		buf = binary.AppendUvarint(buf, uint64(len(s)))
+		s := *(*string)(unsafe.Add(base, fieldOffsets[f])) // *f.of(ev), without its switch: keys are built per record
+		if len(s) < 0x80 {
+			buf = append(buf, byte(len(s)))
+		} else {
+			buf = binary.AppendUvarint(buf, uint64(len(s)))
+		}
 		buf = append(buf, s...)
 	}
 	return buf
 }
+
+// fieldOffsets is where in a k8sevent.Event each field is, as field.of finds it.
+var fieldOffsets = func() (offsets [fNamespace + 1]uintptr) {
+	var ev k8sevent.Event
+	for f := range offsets {
+		offsets[f] = uintptr(unsafe.Pointer(field(f).of(&ev))) - uintptr(unsafe.Pointer(&ev))
+	}
+	return offsets
+}()
 
 // borrow views b as a string for a map lookup without copying. The string
 // must not outlive the lookup or see b change.

@@ -10,7 +10,7 @@ import (
 	"github.com/hashicorp/golang-lru/v2/simplelru"
 )
 
-// The snapshot encoding, version 3. Varints are encoding/binary's, strings
+// The snapshot encoding, version 4. Varints are encoding/binary's, strings
 // are length-prefixed; every cache is listed least recently used first:
 //
 //	magic, version
@@ -24,12 +24,14 @@ import (
 //	groups:  count, then each: key, last, notes (count, then each)
 //	buckets: count, then each: key, tokens (float64 bits), last allowed,
 //	         events (legacy: events of the key already written)
-//	totals:  count, then each: key, total, first (unknownTime: none), last
+//	totals:  count, then each: key hash (uint64, see keyHash), total, first
+//	         (unknownTime: none), last
 //	horizon: flags (an object was dropped from the filter), first, last
 //	filter:  objects in the current generation, words per generation, then
 //	         for each generation: flags (not empty), first, words (uint64)
 //
-// Version 3 added summaries in series mode (states packed in the aggregate
+// Version 4 keeps the totals' key hashes where versions 1 to 3 kept the
+// keys (read and hashed). Version 3 added summaries in series mode (states packed in the aggregate
 // layout, see closing.go) and the buckets' events; from versions 1 and 2
 // those are recounted from the visible states (see recountEvents).
 // Version 1 (still read) had no heartbeat_interval, latest note, totals
@@ -44,7 +46,7 @@ import (
 // restore (retime).
 const (
 	snapshotMagic   = "eventseries.engine"
-	snapshotVersion = 3
+	snapshotVersion = 4
 )
 
 const (
@@ -99,15 +101,13 @@ func (e *Engine) Snapshot() []byte {
 		w.int(b.last)
 		w.uint(uint64(b.events))
 	}
-	keys = e.totals.Keys()
-	w.uint(uint64(len(keys)))
-	for _, k := range keys {
-		t, _ := e.totals.Peek(k)
-		w.str(k)
+	w.uint(uint64(e.totals.Len()))
+	e.totals.each(func(hash uint64, t *total) {
+		w.b = binary.LittleEndian.AppendUint64(w.b, hash)
 		w.int(t.count)
 		w.int(t.first)
 		w.int(t.last)
-	}
+	})
 	w.flags(e.forgot.any)
 	w.int(e.forgot.first)
 	w.int(e.forgot.last)
@@ -201,7 +201,9 @@ func (e *Engine) fit() {
 	dropped += e.states.Resize(e.cfg.MaxKeys)
 	dropped += e.aggs.Resize(e.cfg.MaxKeys)
 	dropped += e.spam.Resize(e.cfg.MaxKeys)
-	dropped += e.totals.Resize(e.cfg.MaxKeys) // into the horizon
+	var forgotten int
+	e.totals, forgotten = e.totals.resized(e.cfg.MaxKeys) // into the horizon
+	dropped += forgotten
 	e.Stats.RestoreDropped += int64(dropped)
 	e.pending = len(e.out)
 }
@@ -319,14 +321,22 @@ func (e *Engine) restoreGroups(r *reader) error {
 
 func (e *Engine) restoreTotals(r *reader, version uint64, now int64) error {
 	n := r.entries(len(r.b), "totals")
-	e.totals.Resize(max(n, e.cfg.MaxKeys))
+	if n > e.cfg.MaxKeys {
+		e.totals = newTotalTable(n, e.forget) // fit trims it
+	}
 	for range n {
-		key, t := r.str(), &total{count: r.int(), first: now, last: now}
+		var key uint64
+		if version >= 4 {
+			key = r.u64()
+		} else {
+			key = keyHash(r.str())
+		}
+		t := total{count: r.int(), first: now, last: now}
 		if version >= 2 {
 			t.first, t.last = r.int(), r.int()
 		}
-		if r.err == nil && !add(e.totals, key, t) {
-			return fmt.Errorf("total of %q twice", key)
+		if r.err == nil && !e.totals.add(key, t) {
+			return fmt.Errorf("total of key hash %#x twice", key)
 		}
 	}
 	if version >= 2 {

@@ -67,12 +67,12 @@ const clockSkew = int64(time.Minute)
 // total).
 func (e *Engine) occurrences(ev *k8sevent.Event) int64 {
 	n := ev.Occurrences()
-	e.buf = e.buf[:0]
+	var key uint64 // keyHash of 'U' uid, or of 'N' namespace/name
 	switch {
 	case ev.UID != "":
-		e.buf = append(append(e.buf, 'U'), ev.UID...)
+		key = fnvAdd(fnvAdd(fnvOffset, "U"), ev.UID)
 	case ev.Name != "" && (ev.Count > 0 || ev.SeriesCount > 0):
-		e.buf = append(append(append(append(e.buf, 'N'), ev.ObjectNamespace()...), '/'), ev.Name...)
+		key = fnvAdd(fnvAdd(fnvAdd(fnvAdd(fnvOffset, "N"), ev.ObjectNamespace()), "/"), ev.Name)
 	default:
 		return 1
 	}
@@ -80,7 +80,7 @@ func (e *Engine) occurrences(ev *k8sevent.Event) int64 {
 	if last.IsZero() {
 		last = ev.Time
 	}
-	if t, ok := e.totals.Get(borrow(e.buf)); ok {
+	if t, ok := e.totals.get(key); ok {
 		t.last = max(t.last, last.UnixNano())
 		if n <= t.count {
 			e.Stats.Unchanged++
@@ -90,21 +90,21 @@ func (e *Engine) occurrences(ev *k8sevent.Event) int64 {
 		t.count = n
 		return delta
 	}
-	t := &total{count: n, first: unknownTime, last: last.UnixNano()}
+	t := total{count: n, first: unknownTime, last: last.UnixNano()}
 	if !ev.EventTime.IsZero() || !ev.FirstTimestamp.IsZero() {
 		t.first = ev.FirstTime().UnixNano()
 	}
-	counted := e.provable(borrow(e.buf), t)
-	e.totals.Add(string(e.buf), t)
+	counted := e.provable(key, &t)
+	e.totals.add(key, t)
 	return counted
 }
 
 // provable is how many of the occurrences of an object not in the cache
 // are surely not counted yet.
-func (e *Engine) provable(key string, t *total) int64 {
+func (e *Engine) provable(key uint64, t *total) int64 {
 	var counted int64
 	switch {
-	case !e.filter.has(key) && (!e.forgot.any || (t.first != unknownTime && t.first > e.forgot.first)):
+	case (!e.forgot.any || (t.first != unknownTime && t.first > e.forgot.first)) && !e.filter.has(key):
 		return t.count
 	case t.last > e.forgot.last:
 		counted = 1
@@ -115,7 +115,7 @@ func (e *Engine) provable(key string, t *total) int64 {
 }
 
 // forget moves an object the totals cache pushes out into the horizon.
-func (e *Engine) forget(key string, t *total) {
+func (e *Engine) forget(key uint64, t *total) {
 	limit := addCount(e.now, clockSkew)
 	first := t.first
 	if first != unknownTime {

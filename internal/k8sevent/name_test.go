@@ -1,0 +1,43 @@
+package k8sevent
+
+import (
+	"math/rand/v2"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"k8s.io/apimachinery/pkg/util/validation"
+)
+
+// GenerateName checks its names by hand: the check must agree with
+// apimachinery's regular expression on every string.
+func TestIsDNS1123SubdomainAgreesWithApimachinery(t *testing.T) {
+	cases := []string{"", "a", "-", "a-", "-a", "a.b", "a..b", ".a", "a.", "a.-b", "a-.b", "A", "a_b",
+		"pod-1.17f0a2b3c4d5e6f7", "é", strings.Repeat("a", 253), strings.Repeat("a", 254), strings.Repeat("a.", 126) + "a"}
+	rng := rand.New(rand.NewPCG(1, 2))
+	const alphabet = "ab09.-.-A_é"
+	for range 20000 {
+		b := make([]byte, rng.IntN(12))
+		for i := range b {
+			b[i] = alphabet[rng.IntN(len(alphabet))]
+		}
+		cases = append(cases, string(b))
+	}
+	for _, s := range cases {
+		want := len(validation.IsDNS1123Subdomain(s)) == 0
+		require.Equal(t, want, isDNS1123Subdomain([]byte(s)), "%q", s)
+	}
+}
+
+// keyIndex finds every contract key at its place and nothing else, also
+// strings that fall in a contract key's slot.
+func TestKeyIndex(t *testing.T) {
+	for i, k := range ContractKeys {
+		require.Equal(t, contractKey(i), keyIndex(k), k)
+		require.Equal(t, contractKey(-1), keyIndex(k+"x"), k+"x")
+		require.Equal(t, contractKey(-1), keyIndex("x"+k[1:]), "x"+k[1:])
+	}
+	for _, k := range []string{"", "k", "k8s", "k8s.", "service.name", "k8s.pod.name"} {
+		require.Equal(t, contractKey(-1), keyIndex(k), k)
+	}
+}

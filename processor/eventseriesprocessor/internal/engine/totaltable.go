@@ -1,0 +1,194 @@
+package engine
+
+// totalTable is the totals cache (see total): up to a fixed number of Event
+// objects, the least recently seen forgotten first. A record of a new
+// object is the common case (every occurrence of an events.k8s.io Event,
+// of a raw storm, of an app sending OTLP is an object of its own), so
+// adding one costs no allocation and no key string: the slots are one
+// slice made up front, linked in order of use by index, and found by
+// linear probing in an index of positions kept at most two thirds full.
+// The index holds at most 2^32 positions: max_keys is far below.
+//
+// An object is known by the 64-bit FNV-1a hash of its key (keyHash), not
+// by the key. Two keys sharing it by chance would share a total, and the
+// later one would count only its growth past the earlier one's count:
+// fewer occurrences, never more. At max_keys 4096 the chance that a new
+// key meets a held one is about 2^-52 (keys differing in one byte never
+// do). A sender choosing a uid to meet another object's gains nothing it
+// could not get by sending that object's uid.
+type totalTable struct {
+	slots          []totalSlot // cap is the capacity
+	index          []position
+	mask           uint64
+	newest, oldest int32 // slot indexes; -1 when empty
+	onEvict        func(hash uint64, t *total)
+	// missed and missedAt: the hash get last did not find and its free
+	// position, so that the add that follows need not probe again.
+	missed   uint64
+	missedAt int64 // -1: none
+}
+
+// position is one place of the index: its slot and the low half of the
+// mixed hash, which both rejects most other hashes and gives the home
+// position without reading the slot (a cache miss per probe otherwise).
+type position struct {
+	mixed uint32
+	slot  int32 // slot index + 1; 0: free
+}
+
+type totalSlot struct {
+	hash  uint64
+	total total
+	newer int32 // -1: none
+	older int32 // -1: none
+}
+
+func newTotalTable(capacity int, onEvict func(hash uint64, t *total)) *totalTable {
+	positions := 1
+	for positions < capacity+capacity/2 {
+		positions <<= 1
+	}
+	return &totalTable{
+		slots: make([]totalSlot, 0, capacity), index: make([]position, positions),
+		mask: uint64(positions - 1), newest: -1, oldest: -1, onEvict: onEvict, missedAt: -1,
+	}
+}
+
+// Len is the number of objects held.
+func (t *totalTable) Len() int { return len(t.slots) }
+
+// get returns the total of the object with this hash and makes it the most
+// recently seen. The pointer is valid until the next add.
+func (t *totalTable) get(hash uint64) (*total, bool) {
+	pos, s := t.find(hash)
+	if s < 0 {
+		t.missed, t.missedAt = hash, int64(pos)
+		return nil, false
+	}
+	t.unlink(s)
+	t.linkNewest(s)
+	return &t.slots[s].total, true
+}
+
+// add puts in an object not held, as the most recently seen, first
+// forgetting the least recently seen one when full. It reports whether the
+// object was new.
+func (t *totalTable) add(hash uint64, tot total) bool {
+	var pos uint64
+	s := int32(-1)
+	if t.missedAt >= 0 && t.missed == hash {
+		pos = uint64(t.missedAt)
+	} else if pos, s = t.find(hash); s >= 0 {
+		return false
+	}
+	t.missedAt = -1
+	if len(t.slots) == cap(t.slots) {
+		s = t.oldest
+		old := &t.slots[s]
+		t.unlink(s)
+		t.unindex(old.hash)
+		if t.onEvict != nil {
+			t.onEvict(old.hash, &old.total)
+		}
+		pos, _ = t.find(hash) // the removal may have moved the free position
+	} else {
+		s = int32(len(t.slots))
+		t.slots = t.slots[:s+1]
+	}
+	t.slots[s] = totalSlot{hash: hash, total: tot}
+	t.index[pos] = position{mixed: uint32(mix64(hash)), slot: s + 1}
+	t.linkNewest(s)
+	return true
+}
+
+// each calls f on every object held, least recently seen first.
+func (t *totalTable) each(f func(hash uint64, tot *total)) {
+	for s := t.oldest; s >= 0; s = t.slots[s].newer {
+		f(t.slots[s].hash, &t.slots[s].total)
+	}
+}
+
+// resized is a table of the given capacity holding the most recently seen
+// objects of t that fit; the others are forgotten, oldest first. It
+// returns how many were.
+func (t *totalTable) resized(capacity int) (*totalTable, int) {
+	out := newTotalTable(capacity, t.onEvict)
+	dropped := max(len(t.slots)-capacity, 0)
+	i := 0
+	t.each(func(hash uint64, tot *total) {
+		if i++; i <= dropped {
+			if t.onEvict != nil {
+				t.onEvict(hash, tot)
+			}
+			return
+		}
+		out.add(hash, *tot)
+	})
+	return out, dropped
+}
+
+// find returns the position holding hash and its slot, or the free
+// position where it would go and -1.
+func (t *totalTable) find(hash uint64) (pos uint64, slot int32) {
+	mixed := mix64(hash)
+	pos = mixed & t.mask
+	for {
+		p := t.index[pos]
+		if p.slot == 0 {
+			return pos, -1
+		}
+		if p.mixed == uint32(mixed) && t.slots[p.slot-1].hash == hash {
+			return pos, p.slot - 1
+		}
+		pos = (pos + 1) & t.mask
+	}
+}
+
+// unindex frees hash's position, moving back each later entry of its run
+// that may take it (linear probing's deletion: no tombstones to wear the
+// index out under churn).
+func (t *totalTable) unindex(hash uint64) {
+	pos, _ := t.find(hash)
+	for {
+		t.index[pos] = position{}
+		next := pos
+		for {
+			next = (next + 1) & t.mask
+			p := t.index[next]
+			if p.slot == 0 {
+				return
+			}
+			home := uint64(p.mixed) & t.mask
+			if (next-home)&t.mask >= (next-pos)&t.mask { // pos lies on its way from home
+				break
+			}
+		}
+		t.index[pos] = t.index[next]
+		pos = next
+	}
+}
+
+func (t *totalTable) unlink(s int32) {
+	sl := &t.slots[s]
+	if sl.newer >= 0 {
+		t.slots[sl.newer].older = sl.older
+	} else {
+		t.newest = sl.older
+	}
+	if sl.older >= 0 {
+		t.slots[sl.older].newer = sl.newer
+	} else {
+		t.oldest = sl.newer
+	}
+}
+
+func (t *totalTable) linkNewest(s int32) {
+	sl := &t.slots[s]
+	sl.newer, sl.older = -1, t.newest
+	if t.newest >= 0 {
+		t.slots[t.newest].newer = s
+	} else {
+		t.oldest = s
+	}
+	t.newest = s
+}
