@@ -51,8 +51,8 @@ type writer struct {
 	cs    kubernetes.Interface
 	api   string
 	cfg   *Config
-	locks keyLocks                      // one write at a time per object
-	mu    sync.Mutex                    // guards known; never held across an API call
+	locks keyLocks                     // one write at a time per object
+	mu    sync.Mutex                   // guards known; never held across an API call
 	known *simplelru.LRU[string, held] // namespace/name -> what the API server holds
 }
 
