@@ -129,8 +129,11 @@ func BenchmarkWritesInterleaved(b *testing.B) {
 		for j, want := range counts {
 			for _, name := range []string{expNames[j], cgNames[j]} {
 				got, err := events.Get(ctx, name, metav1.GetOptions{})
-				if err != nil || got.Series == nil || int64(got.Series.Count) != want {
-					b.Fatalf("%s: %v %v, want series count %d", name, err, got.Series, want)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if have := k8sevent.FromEventsV1(got); have.Occurrences() != want {
+					b.Fatalf("%s: %d occurrences, want %d", name, have.Occurrences(), want)
 				}
 			}
 		}
