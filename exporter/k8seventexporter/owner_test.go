@@ -48,7 +48,7 @@ func preparedAs(t *testing.T, api string, ev k8sevent.Event) k8sevent.Event {
 // deterministic other name with the exact final count, although every write
 // of the last record fails for a while, and a restarted exporter finds that
 // object again instead of making a third one. A record about another pod
-// naming kubelet's Event is refused the same way.
+// naming the exporter's own object is refused the same way.
 func TestHostileNamingAnotherEvent(t *testing.T) {
 	for _, api := range []string{k8sevent.APIEventsV1, k8sevent.APICoreV1} {
 		t.Run(api, func(t *testing.T) {
@@ -78,14 +78,23 @@ func TestHostileNamingAnotherEvent(t *testing.T) {
 			// A restarted exporter: its listing finds the renamed object.
 			exp2, tel2 := fr.faultExporter(t, api, componenttest.NewNopHost())
 			t.Cleanup(func() { require.NoError(t, exp2.Shutdown(context.Background())) })
-			send(t, exp2, record(victim, k8sevent.StateOngoing, 561, t0.Add(4*time.Hour)))
-			other := record(victim, k8sevent.StateSingleton, 1, t0.Add(time.Hour))
+			// A record about another pod naming the exporter's own object
+			// (same controller, another regarding object) cannot reach it.
+			other := record(alt, k8sevent.StateStarted, 900, t0.Add(time.Hour))
 			other.Regarding.Name, other.Regarding.UID = "web-2", "uid-web-2"
+			otherAlt := renamedFor(t, api, other, alt)
 			send(t, exp2, other)
+			send(t, exp2, record(victim, k8sevent.StateOngoing, 561, t0.Add(4*time.Hour)))
 			require.Eventually(t, func() bool {
 				core, events, err := r.occurrences(t, alt)
-				return err == nil && core == 561 && events == 561 && createdOrAdopted(t, tel2) == 1
+				return err == nil && core == 561 && events == 561
 			}, 30*time.Second, 10*time.Millisecond)
+			require.Eventually(t, func() bool {
+				core, events, err := r.occurrences(t, otherAlt)
+				return err == nil && core == 900 && events == 900
+			}, 30*time.Second, 10*time.Millisecond)
+			assert.EqualValues(t, 1, createdOrAdopted(t, tel2), "only the web-2 record made an object")
+			assert.Equal(t, 1, r.objectsAbout(t, "web-2"))
 
 			after, err := r.srv.Clientset().CoreV1().Events("shop").Get(context.Background(), victim, metav1.GetOptions{})
 			require.NoError(t, err)
