@@ -112,12 +112,19 @@ func (e *k8seventExporter) pushOne(ctx context.Context, rl plog.ResourceLogs, lr
 		e.permanent(ctx, reason, err)
 		return nil
 	}
-	start := time.Now()
+	start, name := time.Now(), ev.Name
 	out, err := e.w.write(ctx, &ev)
 	e.telemetry.ExporterK8seventWriteLatency.Record(ctx, time.Since(start).Seconds())
+	if ev.Name != name && e.logRate.Allow("renamed", start) {
+		e.logger.Info("An event record named an object that is not its own: written under another name (logged once a minute)",
+			zap.String("namespace", ev.ObjectNamespace()), zap.String("name", name), zap.String("written_as", ev.Name))
+	}
 	switch {
 	case err == nil:
 		e.telemetry.ExporterK8seventWrites.Add(ctx, 1, metric.WithAttributes(attribute.String("outcome", outcomeNames[out])))
+		return nil
+	case errors.Is(err, errNameTaken):
+		e.permanent(ctx, "conflict", err)
 		return nil
 	case consumererror.IsPermanent(err):
 		e.permanent(ctx, "rejected", err)

@@ -22,17 +22,19 @@ import (
 )
 
 // TestFaultAlreadyExistsNeverLowersACount: an exporter that does not know
-// an object (another reporting controller: its listing does not find it)
-// sends an older, lower count. The create is answered AlreadyExists; the
-// stored count stays (stored 9, record 3 -> 9), and a higher one is patched.
+// an object sends an older, lower count. It has the same reporting
+// controller (only that one may take an object over) and was started
+// before the object existed, so its listing did not find it. The create is
+// answered AlreadyExists; the stored count stays (stored 9, record 3 -> 9),
+// and a higher one is patched.
 func TestFaultAlreadyExistsNeverLowersACount(t *testing.T) {
 	r := newRig(t)
 	const name = "web-1.lower"
 	exp, tel := r.start(t, func(c *Config) { c.API = k8sevent.APIEventsV1 })
+	exp2, tel2 := r.start(t, func(c *Config) { c.API = k8sevent.APIEventsV1 })
 	send(t, exp, record(name, k8sevent.StateStarted, 9, t0.Add(time.Minute)))
 	require.Eventually(t, func() bool { return createdOrAdopted(t, tel) == 1 }, 30*time.Second, 10*time.Millisecond)
 
-	exp2, tel2 := r.start(t, func(c *Config) { c.API, c.ReportingController = k8sevent.APIEventsV1, "k8sevents.io/other" })
 	send(t, exp2, record(name, k8sevent.StateStarted, 3, t0.Add(time.Second)))
 	require.Eventually(t, func() bool { return counter(t, tel2, "otelcol_exporter_k8sevent_writes", "outcome", "stale") == 1 },
 		30*time.Second, 10*time.Millisecond)
@@ -55,16 +57,16 @@ func TestFaultPatchAfterAlreadyExistsAnswers404(t *testing.T) {
 	r := newRig(t)
 	const name = "web-1.gone-between"
 	exp, tel := r.start(t, func(c *Config) { c.API = k8sevent.APIEventsV1 })
+	fr := r.withProxy(t)
+	// The same reporting controller (only that one may take an object
+	// over), started before the object exists: its listing misses it.
+	exp2, tel2 := fr.faultExporter(t, k8sevent.APIEventsV1, componenttest.NewNopHost())
+	t.Cleanup(func() { require.NoError(t, exp2.Shutdown(context.Background())) })
 	send(t, exp, record(name, k8sevent.StateStarted, 2, t0))
 	require.Eventually(t, func() bool { return createdOrAdopted(t, tel) == 1 }, 30*time.Second, 10*time.Millisecond)
 
-	fr := r.withProxy(t)
 	h := fr.proxy.Add(faultproxy.Rule{Verb: "PATCH", Path: "/apis/events.k8s.io/v1/namespaces/shop/events/" + name,
 		Action: faultproxy.Fail, Code: 404, Times: 1})
-	// Another reporting controller: its listing does not find the object.
-	exp2, tel2 := fr.faultExporter(t, k8sevent.APIEventsV1, componenttest.NewNopHost(),
-		func(c *Config) { c.ReportingController = "k8sevents.io/other" })
-	t.Cleanup(func() { require.NoError(t, exp2.Shutdown(context.Background())) })
 	send(t, exp2, record(name, k8sevent.StateOngoing, 5, t0.Add(time.Minute)))
 	require.Eventually(t, func() bool {
 		core, events, err := r.occurrences(t, name)

@@ -150,10 +150,12 @@ func (r *rig) waitForCounts(t *testing.T, want map[string]int32) time.Duration {
 // series count, and no record was skipped as already written.
 func TestOutageLosesNothing(t *testing.T) {
 	r := newRig(t)
+	// The default queue: 32 MiB holds the 900 records sent during the
+	// outage. (A QueueSize of 5000 meant requests before the queue was
+	// sized in bytes: 5000 bytes hold 3 records, and the sends during the
+	// outage then blocked until the test timed out.)
 	exp, tel := r.outageExporter(t, componenttest.NewNopHost(), func(c *Config) {
-		q := defaultQueue()
-		q.QueueSize = 5000
-		c.Queue = configoptional.Some(q)
+		c.Queue = configoptional.Some(defaultQueue())
 	})
 	t.Cleanup(func() { require.NoError(t, exp.Shutdown(context.Background())) })
 

@@ -51,27 +51,34 @@ type writer struct {
 	cs    kubernetes.Interface
 	api   string
 	cfg   *Config
-	locks keyLocks                      // one write at a time per object
-	mu    sync.Mutex                    // guards known; never held across an API call
-	known *simplelru.LRU[string, int64] // namespace/name -> the count the API server holds
+	locks keyLocks                     // one write at a time per object
+	mu    sync.Mutex                   // guards known; never held across an API call
+	known *simplelru.LRU[string, held] // namespace/name -> what the API server holds
 }
 
-// remember notes the count the API server holds for key.
-func (w *writer) remember(key string, count int64) {
+// held is what the API server holds under a name: the count, and whose
+// object it is.
+type held struct {
+	count int64
+	owner owner
+}
+
+// remember notes what the API server holds for key.
+func (w *writer) remember(key string, count int64, o owner) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	w.known.Add(key, count)
+	w.known.Add(key, held{count: count, owner: o})
 }
 
-// recall is the count the API server holds for key, if known.
-func (w *writer) recall(key string) (int64, bool) {
+// recall is what the API server holds for key, if known.
+func (w *writer) recall(key string) (held, bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.known.Get(key)
 }
 
 func newWriter(cs kubernetes.Interface, api string, cfg *Config) *writer {
-	known, _ := simplelru.NewLRU[string, int64](knownNames, nil)
+	known, _ := simplelru.NewLRU[string, held](knownNames, nil)
 	return &writer{cs: cs, api: api, cfg: cfg, known: known}
 }
 
@@ -96,7 +103,7 @@ func (w *writer) learn(ctx context.Context, controller string, pageSize int64) (
 			}
 			for i := range l.Items {
 				ev := k8sevent.FromCoreV1(&l.Items[i])
-				w.remember(l.Items[i].Namespace+"/"+l.Items[i].Name, ev.Occurrences())
+				w.remember(l.Items[i].Namespace+"/"+l.Items[i].Name, ev.Occurrences(), ownerOf(&ev))
 				n++
 			}
 			if l.Continue == "" {
@@ -184,15 +191,37 @@ func (w *writer) count(ev *k8sevent.Event) int64 {
 // write makes the API write for a prepared Event. Every path is safe to
 // retry: nothing is remembered until the API server accepted it, a create
 // that meets an existing object reads it and never lowers its count, and
-// the writes of one object never interleave.
+// the writes of one object never interleave. An object under the record's
+// name that is not the record's own (see owner) is never written: the
+// record moves to a deterministic other name (renamed), at most maxRenames
+// times, then it is dropped (errNameTaken).
 func (w *writer) write(ctx context.Context, ev *k8sevent.Event) (outcome, error) {
-	key, count := ev.ObjectNamespace()+"/"+ev.Name, w.count(ev)
+	original := ev.Name
+	for n := 0; ; n++ {
+		out, err := w.writeName(ctx, ev)
+		if !errors.Is(err, errNotOurs) {
+			return out, err
+		}
+		if n == maxRenames {
+			return droppedPermanent, consumererror.NewPermanent(fmt.Errorf("event %s/%s: %w", ev.ObjectNamespace(), original, errNameTaken))
+		}
+		ev.Name = renamed(ev, original, n+1)
+	}
+}
+
+// writeName writes ev under its current name, or answers errNotOurs
+// (without writing) when the object there is not its own.
+func (w *writer) writeName(ctx context.Context, ev *k8sevent.Event) (outcome, error) {
+	key, count, own := ev.ObjectNamespace()+"/"+ev.Name, w.count(ev), ownerOf(ev)
 	unlock := w.locks.lock(key)
 	defer unlock()
-	last, ok := w.recall(key)
+	h, ok := w.recall(key)
+	last := h.count
 	switch {
 	case !ok:
 		return w.createOrAdopt(ctx, key, ev, count)
+	case !h.owner.matches(own):
+		return droppedPermanent, errNotOurs
 	case count < last:
 		return stale, nil // an older record after a newer one: never lower a count
 	case count == last:
@@ -206,7 +235,7 @@ func (w *writer) write(ctx context.Context, ev *k8sevent.Event) (outcome, error)
 	case err == nil && !sent:
 		return unchanged, nil
 	case err == nil:
-		w.remember(key, count)
+		w.remember(key, count, own)
 		return patched, nil
 	case !apierrors.IsNotFound(err):
 		return patched, w.classify(err, "patch", ev)
@@ -214,7 +243,7 @@ func (w *writer) write(ctx context.Context, ev *k8sevent.Event) (outcome, error)
 	// The object expired (its TTL): create it again.
 	switch err = w.create(ctx, ev); {
 	case err == nil:
-		w.remember(key, count)
+		w.remember(key, count, own)
 		return createdAfter404, nil
 	case apierrors.IsAlreadyExists(err):
 		return w.adopt(ctx, key, ev, count)
@@ -227,7 +256,7 @@ func (w *writer) createOrAdopt(ctx context.Context, key string, ev *k8sevent.Eve
 	err := w.create(ctx, ev)
 	switch {
 	case err == nil:
-		w.remember(key, count)
+		w.remember(key, count, ownerOf(ev))
 		return created, nil
 	case apierrors.IsAlreadyExists(err):
 		return w.adopt(ctx, key, ev, count)
@@ -237,8 +266,9 @@ func (w *writer) createOrAdopt(ctx context.Context, key string, ev *k8sevent.Eve
 
 // adopt takes over an object that exists although this writer does not
 // know it (its own create whose answer was lost, a restart without the
-// listing, another writer): it reads the stored count and patches only a
-// higher one.
+// listing, another exporter of the same controller): it reads the object,
+// answers errNotOurs when it is not the record's own, and patches only a
+// higher count.
 func (w *writer) adopt(ctx context.Context, key string, ev *k8sevent.Event, count int64) (outcome, error) {
 	got, err := w.cs.CoreV1().Events(ev.ObjectNamespace()).Get(ctx, ev.Name, metav1.GetOptions{})
 	if err != nil {
@@ -246,19 +276,23 @@ func (w *writer) adopt(ctx context.Context, key string, ev *k8sevent.Event, coun
 		return patchedAfter409, w.classify(err, "read", ev)
 	}
 	stored := k8sevent.FromCoreV1(got)
-	switch have := stored.Occurrences(); {
+	have, theirs := stored.Occurrences(), ownerOf(&stored)
+	switch {
+	case !theirs.matches(ownerOf(ev)):
+		w.remember(key, have, theirs) // later records of this name skip the read
+		return droppedPermanent, errNotOurs
 	case have > count:
-		w.remember(key, have)
+		w.remember(key, have, theirs)
 		return stale, nil
 	case have == count:
-		w.remember(key, have)
+		w.remember(key, have, theirs)
 		return adopted, nil
 	}
 	if _, err := w.patch(ctx, ev); err != nil {
 		// A 404 here: it expired since the read; the retry creates it.
 		return patchedAfter409, w.classify(err, "patch", ev)
 	}
-	w.remember(key, count)
+	w.remember(key, count, theirs)
 	return patchedAfter409, nil
 }
 

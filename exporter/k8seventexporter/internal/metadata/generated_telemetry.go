@@ -63,7 +63,7 @@ func NewTelemetryBuilder(settings component.TelemetrySettings, options ...Teleme
 	var err, errs error
 	builder.ExporterK8seventPermanentFailures, err = builder.meter.Int64Counter(
 		"otelcol_exporter_k8sevent_permanent_failures",
-		metric.WithDescription("Records dropped for good, by attribute reason: invalid (cannot become a valid Event), namespace (outside the allowlist), rejected (the API server refused it). [Alpha]"),
+		metric.WithDescription("Records dropped for good, by attribute reason: invalid (cannot become a valid Event), namespace (outside the allowlist), rejected (the API server refused it), conflict (every name the record may use holds an Event that is not its own). [Alpha]"),
 		metric.WithUnit("{records}"),
 	)
 	errs = errors.Join(errs, err)

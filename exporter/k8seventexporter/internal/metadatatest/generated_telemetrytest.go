@@ -24,7 +24,7 @@ func NewSettings(tt *componenttest.Telemetry) exporter.Settings {
 func AssertEqualExporterK8seventPermanentFailures(t *testing.T, tt *componenttest.Telemetry, dps []metricdata.DataPoint[int64], opts ...metricdatatest.Option) {
 	want := metricdata.Metrics{
 		Name:        "otelcol_exporter_k8sevent_permanent_failures",
-		Description: "Records dropped for good, by attribute reason: invalid (cannot become a valid Event), namespace (outside the allowlist), rejected (the API server refused it). [Alpha]",
+		Description: "Records dropped for good, by attribute reason: invalid (cannot become a valid Event), namespace (outside the allowlist), rejected (the API server refused it), conflict (every name the record may use holds an Event that is not its own). [Alpha]",
 		Unit:        "{records}",
 		Data: metricdata.Sum[int64]{
 			Temporality: metricdata.CumulativeTemporality,
