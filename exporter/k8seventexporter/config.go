@@ -79,6 +79,10 @@ func defaultQueue() exporterhelper.QueueBatchConfig {
 // each as protobuf).
 const defaultQueueBytes = 32 << 20
 
+// minQueueBytes is the smallest byte-sized queue Validate accepts: room for
+// the largest request the ready configs' OTLP receivers take.
+const minQueueBytes = 1 << 20
+
 // Validate checks the configuration.
 func (cfg *Config) Validate() error {
 	errs := []error{cfg.Config.Validate()}
@@ -110,6 +114,12 @@ func (cfg *Config) Validate() error {
 		}
 		if !q.BlockOnOverflow {
 			errs = append(errs, errors.New("sending_queue::block_on_overflow: must be true (a refused batch retried upstream is counted twice)"))
+		}
+		// The default sizer counts bytes: a queue_size written for requests
+		// (1000, 5000) would hold a record or two and stall the pipeline.
+		if q.Sizer == exporterhelper.RequestSizerTypeBytes && q.QueueSize < minQueueBytes {
+			errs = append(errs, fmt.Errorf("sending_queue::queue_size: counted in bytes (sizer: bytes, this exporter's default), must be at least %d, have %d (set sizer: requests to count requests)",
+				minQueueBytes, q.QueueSize))
 		}
 	}
 	return errors.Join(errs...)

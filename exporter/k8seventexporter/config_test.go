@@ -48,7 +48,7 @@ func TestValidateNamesEveryBadKey(t *testing.T) {
 	err := loadConfig(t, "k8sevent/invalid").Validate()
 	require.Error(t, err)
 	for _, key := range []string{`auth_type: "token"`, `api: "events.k8s.io/v2"`, "qps and burst", "max_note_bytes",
-		`reporting_controller: "Not A/Qualified/Name"`, "sending_queue::num_consumers", "sending_queue::block_on_overflow"} {
+		`reporting_controller: "Not A/Qualified/Name"`, "sending_queue::num_consumers", "sending_queue::block_on_overflow", "sending_queue::queue_size: counted in bytes"} {
 		assert.ErrorContains(t, err, key)
 	}
 }
