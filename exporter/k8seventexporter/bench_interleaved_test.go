@@ -8,14 +8,11 @@ import (
 	"time"
 
 	"go.opentelemetry.io/collector/pdata/plog"
-	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/k8sevents/otel-k8sevents/internal/k8sclient"
 	"github.com/k8sevents/otel-k8sevents/internal/k8sevent"
-	"github.com/k8sevents/otel-k8sevents/internal/kubetest"
 )
 
 // interleaveBlock is how many writes one side makes before the other takes
@@ -34,18 +31,8 @@ const interleaveBlock = 50
 //
 //	go test -run XXX -bench BenchmarkWritesInterleaved -benchtime 2000x ./exporter/k8seventexporter/
 func BenchmarkWritesInterleaved(b *testing.B) {
-	srv := kubetest.Start(b)
-	kubeconfig := srv.Kubeconfig(b)
+	kubeconfig, events := benchServer(b)
 	ctx := context.Background()
-	if _, err := srv.Clientset().CoreV1().Namespaces().Create(ctx,
-		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: benchNamespace}}, metav1.CreateOptions{}); err != nil {
-		b.Fatal(err)
-	}
-	cs, err := k8sclient.Config{AuthType: k8sclient.AuthKubeConfig, KubeConfig: kubeconfig}.Clientset(benchQPS, benchBurst)
-	if err != nil {
-		b.Fatal(err)
-	}
-	events := cs.EventsV1().Events(benchNamespace)
 	exp := startBenchExporter(b, kubeconfig)
 	run := 0
 

@@ -103,19 +103,8 @@ func reportRate(b *testing.B, unit string) {
 // writes of the same objects (the ceiling), sequentially (one write in
 // flight), against one local kube-apiserver with the client QPS cap lifted.
 func BenchmarkWrites(b *testing.B) {
-	srv := kubetest.Start(b)
-	kubeconfig := srv.Kubeconfig(b)
+	kubeconfig, events := benchServer(b)
 	ctx := context.Background()
-	if _, err := srv.Clientset().CoreV1().Namespaces().Create(ctx,
-		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: benchNamespace}}, metav1.CreateOptions{}); err != nil {
-		b.Fatal(err)
-	}
-	// The same client construction as the exporter's (kubeconfig, QPS, burst).
-	cs, err := k8sclient.Config{AuthType: k8sclient.AuthKubeConfig, KubeConfig: kubeconfig}.Clientset(benchQPS, benchBurst)
-	if err != nil {
-		b.Fatal(err)
-	}
-	events := cs.EventsV1().Events(benchNamespace)
 
 	// Each sub-benchmark body runs more than once (b.N = 1 first): the
 	// sequence numbers live out here so names never repeat.
@@ -262,4 +251,21 @@ func createBounded(ctx context.Context, events eventsv1client.EventInterface, ob
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	return events.Create(ctx, obj, metav1.CreateOptions{})
+}
+
+// benchServer starts a kube-apiserver with the benchmark's namespace and
+// returns its kubeconfig and a client-go Events client built as the
+// exporter builds its own (kubeconfig, QPS, burst).
+func benchServer(b *testing.B) (string, eventsv1client.EventInterface) {
+	srv := kubetest.Start(b)
+	kubeconfig := srv.Kubeconfig(b)
+	if _, err := srv.Clientset().CoreV1().Namespaces().Create(context.Background(),
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: benchNamespace}}, metav1.CreateOptions{}); err != nil {
+		b.Fatal(err)
+	}
+	cs, err := k8sclient.Config{AuthType: k8sclient.AuthKubeConfig, KubeConfig: kubeconfig}.Clientset(benchQPS, benchBurst)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return kubeconfig, cs.EventsV1().Events(benchNamespace)
 }

@@ -7,7 +7,6 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"go.opentelemetry.io/collector/pdata/plog"
 
 	"github.com/k8sevents/otel-k8sevents/internal/k8sevent"
 	"github.com/k8sevents/otel-k8sevents/internal/recordermodel"
@@ -39,14 +38,7 @@ func replayWith(t testing.TB, occs []storm.Occurrence, mutate func(*Config)) *re
 		eventTime(cfg)
 		mutate(cfg)
 	})
-	for start := 0; start < len(occs); start += batchSize {
-		ld := plog.NewLogs()
-		for i := start; i < min(start+batchSize, len(occs)); i++ {
-			ev := occs[i].Event()
-			k8sevent.Encode(&ev, ld.ResourceLogs().AppendEmpty().ScopeLogs().AppendEmpty().LogRecords().AppendEmpty())
-		}
-		h.consume(ld)
-	}
+	h.feedStorm(occs)
 	h.shutdown()
 	tally := recordermodel.NewTally()
 	for _, r := range h.records() {

@@ -52,14 +52,7 @@ type written struct {
 // 100 records a batch, and shuts it down.
 func replay(t testing.TB, occs []storm.Occurrence) []written {
 	h := newHarness(t, eventTime)
-	for start := 0; start < len(occs); start += batchSize {
-		ld := plog.NewLogs()
-		for i := start; i < min(start+batchSize, len(occs)); i++ {
-			ev := occs[i].Event()
-			k8sevent.Encode(&ev, ld.ResourceLogs().AppendEmpty().ScopeLogs().AppendEmpty().LogRecords().AppendEmpty())
-		}
-		h.consume(ld)
-	}
+	h.feedStorm(occs)
 	h.shutdown()
 	var out []written
 	for _, r := range h.records() {
@@ -144,4 +137,17 @@ func TestWriteCountReport(t *testing.T) {
 		assert.Zero(t, oErr, "%s: exact final counts", name)
 	}
 	t.Log("\n" + report.String())
+}
+
+// feedStorm sends the occurrences in batches of batchSize records, one
+// ResourceLogs each, in stream order.
+func (h *harness) feedStorm(occs []storm.Occurrence) {
+	for start := 0; start < len(occs); start += batchSize {
+		ld := plog.NewLogs()
+		for i := start; i < min(start+batchSize, len(occs)); i++ {
+			ev := occs[i].Event()
+			k8sevent.Encode(&ev, ld.ResourceLogs().AppendEmpty().ScopeLogs().AppendEmpty().LogRecords().AppendEmpty())
+		}
+		h.consume(ld)
+	}
 }
