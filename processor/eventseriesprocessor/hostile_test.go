@@ -128,3 +128,23 @@ func TestHostileClaimedCountsWithInputCountsIgnore(t *testing.T) {
 		})
 	}
 }
+
+// TestEmittedRecordsCarryTheEventName: every record the processor emits,
+// made of an input record (which had no EventName) or of a timer, carries
+// the one EventName of a Kubernetes Event.
+func TestEmittedRecordsCarryTheEventName(t *testing.T) {
+	h := newHarness(t, eventTime)
+	for i := range 3 {
+		ev := podEvent("web-0", "BackOff", "x")
+		ev.Time = t0.Add(time.Duration(i) * time.Minute)
+		ld := logsOf(ev)
+		ld.ResourceLogs().At(0).ScopeLogs().At(0).LogRecords().At(0).SetEventName("")
+		h.consume(ld)
+	}
+	h.shutdown()
+	recs := h.records()
+	require.GreaterOrEqual(t, len(recs), 2, "a singleton, a started record and the shutdown's")
+	for _, r := range recs {
+		require.Equal(t, k8sevent.EventName, r.lr.EventName())
+	}
+}
