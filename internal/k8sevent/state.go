@@ -58,22 +58,24 @@ func EncodeState(lr plog.LogRecord, st *State) {
 }
 
 // EncodeRepairs writes back onto lr, a copy of the record ev was decoded
-// from, what Sanitize repaired in ev, and ev's own namespace where it is
-// not the regarding object's; the copy the codec read of every other key
-// stays as it is.
-func EncodeRepairs(lr plog.LogRecord, ev *Event, repaired Problem) {
+// from, what decoding and Sanitize found and repaired in ev (problems), and
+// ev's own namespace where it is not the regarding object's; the copy the
+// codec read of every other key stays as it is.
+func EncodeRepairs(lr plog.LogRecord, ev *Event, problems Problem) {
 	attrs := lr.Attributes()
-	DropDuplicateKeys(attrs)
-	if repaired&ProblemLongNote != 0 {
+	if problems&ProblemDuplicateKey != 0 { // rare: a pass over every attribute
+		DropDuplicateKeys(attrs)
+	}
+	if problems&ProblemLongNote != 0 {
 		lr.Body().SetStr(ev.Note)
 	}
-	if repaired&ProblemBadType != 0 {
+	if problems&ProblemBadType != 0 {
 		SetType(lr, ev.Type)
 	}
-	if repaired&ProblemZeroTime != 0 {
+	if problems&ProblemZeroTime != 0 {
 		lr.SetTimestamp(pcommon.NewTimestampFromTime(ev.Time))
 	}
-	if repaired&(ProblemLongField|ProblemBadController) != 0 {
+	if problems&(ProblemLongField|ProblemBadController) != 0 {
 		attrs.PutStr(AttrReason, ev.Reason)
 		putOrRemove(attrs, AttrAction, ev.Action)
 		putOrRemove(attrs, AttrReportingInstance, ev.ReportingInstance)

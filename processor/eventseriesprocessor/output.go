@@ -73,12 +73,12 @@ func (o *output) pass(src source, rl plog.ResourceLogs, sl plog.ScopeLogs, lr pl
 // emitInput writes an emission made of the input record lr, whose decoded
 // and repaired Event is ev.
 func (o *output) emitInput(src source, rl plog.ResourceLogs, sl plog.ScopeLogs, lr plog.LogRecord,
-	em *engine.Emission, ev *k8sevent.Event, repaired k8sevent.Problem,
+	em *engine.Emission, ev *k8sevent.Event, problems k8sevent.Problem,
 ) {
 	src.emitted = true
 	dst := o.scope(src, rl, sl).AppendEmpty()
 	lr.CopyTo(dst)
-	k8sevent.EncodeRepairs(dst, ev, repaired)
+	k8sevent.EncodeRepairs(dst, ev, problems)
 	o.annotate(dst, em)
 }
 

@@ -248,7 +248,7 @@ func (p *eventSeriesProcessor) observe(ctx context.Context, ld plog.Logs) output
 				}
 				for _, em := range p.engine.Observe(&ev, now) {
 					if em.FromInput {
-						out.emitInput(src, rl, sl, lr, &em, &ev, repaired)
+						out.emitInput(src, rl, sl, lr, &em, &ev, problems) // decode and Sanitize findings
 					} else {
 						out.emitTimer(&em)
 					}
