@@ -60,7 +60,7 @@ generate:
 
 ## streams: rewrite testdata/streams and their golden outputs.
 streams:
-	$(GO) run ./internal/storm/gen testdata/streams
+	$(GO) run ./internal/harness/storm/gen testdata/streams
 	$(GO) test -run TestStreamsGolden -count=1 ./processor/eventseriesprocessor/ -update
 
 ## run: the demo on a fresh machine: a local kube-apiserver, the collector, an event storm, before/after.

@@ -9,7 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/k8sevents/otel-k8sevents/internal/kubetest"
+	"github.com/k8sevents/otel-k8sevents/internal/harness/kubetest"
 )
 
 // The end-to-end fault tests (issue 9, item 4): the built collector mirrors

@@ -14,9 +14,9 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
+	"github.com/k8sevents/otel-k8sevents/internal/harness/storm"
+	"github.com/k8sevents/otel-k8sevents/internal/harness/stormsend"
 	"github.com/k8sevents/otel-k8sevents/internal/k8sevent"
-	"github.com/k8sevents/otel-k8sevents/internal/storm"
-	"github.com/k8sevents/otel-k8sevents/internal/stormsend"
 )
 
 // Support for the end-to-end fault tests (fault_test.go) and the crash

@@ -11,10 +11,10 @@ import (
 	"github.com/stretchr/testify/require"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/k8sevents/otel-k8sevents/internal/collectorproc"
-	"github.com/k8sevents/otel-k8sevents/internal/kubetest"
-	"github.com/k8sevents/otel-k8sevents/internal/storm"
-	"github.com/k8sevents/otel-k8sevents/internal/stormsend"
+	"github.com/k8sevents/otel-k8sevents/internal/harness/collectorproc"
+	"github.com/k8sevents/otel-k8sevents/internal/harness/kubetest"
+	"github.com/k8sevents/otel-k8sevents/internal/harness/storm"
+	"github.com/k8sevents/otel-k8sevents/internal/harness/stormsend"
 )
 
 // faultOutage is how long the fault tests keep the destination down:

@@ -20,8 +20,8 @@ import (
 	_ "google.golang.org/grpc/encoding/gzip" // registers the gzip compressor
 	"google.golang.org/protobuf/encoding/protowire"
 
+	"github.com/k8sevents/otel-k8sevents/internal/harness/kubetest"
 	"github.com/k8sevents/otel-k8sevents/internal/k8sevent"
-	"github.com/k8sevents/otel-k8sevents/internal/kubetest"
 )
 
 // TestHostileNestedPayload: an attribute nested 2,000,000 levels deep (19 MB

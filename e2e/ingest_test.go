@@ -17,12 +17,12 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/k8sevents/otel-k8sevents/internal/collectorproc"
+	"github.com/k8sevents/otel-k8sevents/internal/harness/collectorproc"
+	"github.com/k8sevents/otel-k8sevents/internal/harness/kubetest"
+	"github.com/k8sevents/otel-k8sevents/internal/harness/recordermodel"
+	"github.com/k8sevents/otel-k8sevents/internal/harness/storm"
+	"github.com/k8sevents/otel-k8sevents/internal/harness/stormsend"
 	"github.com/k8sevents/otel-k8sevents/internal/k8sevent"
-	"github.com/k8sevents/otel-k8sevents/internal/kubetest"
-	"github.com/k8sevents/otel-k8sevents/internal/recordermodel"
-	"github.com/k8sevents/otel-k8sevents/internal/storm"
-	"github.com/k8sevents/otel-k8sevents/internal/stormsend"
 )
 
 const recordedStreamsDir = "../testdata/streams"

@@ -7,7 +7,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/k8sevents/otel-k8sevents/internal/stormsend"
+	"github.com/k8sevents/otel-k8sevents/internal/harness/stormsend"
 )
 
 // progress writes a line a second: overwritten in place on a terminal,

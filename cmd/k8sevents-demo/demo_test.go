@@ -14,9 +14,9 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/yaml"
 
-	"github.com/k8sevents/otel-k8sevents/internal/collectorproc"
-	"github.com/k8sevents/otel-k8sevents/internal/storm"
-	"github.com/k8sevents/otel-k8sevents/internal/stormsend"
+	"github.com/k8sevents/otel-k8sevents/internal/harness/collectorproc"
+	"github.com/k8sevents/otel-k8sevents/internal/harness/storm"
+	"github.com/k8sevents/otel-k8sevents/internal/harness/stormsend"
 )
 
 func TestTuningScalesDefaultsBySpeed(t *testing.T) {

@@ -8,8 +8,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/k8sevents/otel-k8sevents/internal/collectorproc"
-	"github.com/k8sevents/otel-k8sevents/internal/stormsend"
+	"github.com/k8sevents/otel-k8sevents/internal/harness/collectorproc"
+	"github.com/k8sevents/otel-k8sevents/internal/harness/stormsend"
 )
 
 // pipelineView is what the live view shows of the collector's own metrics.

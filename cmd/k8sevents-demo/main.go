@@ -25,8 +25,8 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/k8sevents/otel-k8sevents/internal/kubelocal"
-	"github.com/k8sevents/otel-k8sevents/internal/storm"
+	"github.com/k8sevents/otel-k8sevents/internal/harness/kubelocal"
+	"github.com/k8sevents/otel-k8sevents/internal/harness/storm"
 )
 
 // defaultScenarios are replayed unless -scenarios says otherwise.

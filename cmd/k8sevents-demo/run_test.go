@@ -14,8 +14,8 @@ import (
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/k8sevents/otel-k8sevents/internal/collectorproc"
-	"github.com/k8sevents/otel-k8sevents/internal/kubelocal"
+	"github.com/k8sevents/otel-k8sevents/internal/harness/collectorproc"
+	"github.com/k8sevents/otel-k8sevents/internal/harness/kubelocal"
 )
 
 // binaries finds etcd, kube-apiserver and the collector: the test is

@@ -11,8 +11,8 @@ import (
 
 	"k8s.io/client-go/rest"
 
-	"github.com/k8sevents/otel-k8sevents/internal/storm"
-	"github.com/k8sevents/otel-k8sevents/internal/stormsend"
+	"github.com/k8sevents/otel-k8sevents/internal/harness/storm"
+	"github.com/k8sevents/otel-k8sevents/internal/harness/stormsend"
 )
 
 // scenario is one storm of the demo, moved to where the demo writes it.

@@ -22,9 +22,9 @@ import (
 	eventsv1client "k8s.io/client-go/kubernetes/typed/events/v1"
 
 	"github.com/k8sevents/otel-k8sevents/exporter/k8seventexporter/internal/metadata"
+	"github.com/k8sevents/otel-k8sevents/internal/harness/kubetest"
 	"github.com/k8sevents/otel-k8sevents/internal/k8sclient"
 	"github.com/k8sevents/otel-k8sevents/internal/k8sevent"
-	"github.com/k8sevents/otel-k8sevents/internal/kubetest"
 )
 
 // The client-side cap, lifted for the exporter and the raw clientset alike.

@@ -10,7 +10,7 @@ import (
 	"go.opentelemetry.io/collector/config/configoptional"
 	"go.opentelemetry.io/collector/exporter/exporterhelper"
 
-	"github.com/k8sevents/otel-k8sevents/internal/configtest"
+	"github.com/k8sevents/otel-k8sevents/internal/harness/configtest"
 	"github.com/k8sevents/otel-k8sevents/internal/k8sclient"
 	"github.com/k8sevents/otel-k8sevents/internal/k8sevent"
 )

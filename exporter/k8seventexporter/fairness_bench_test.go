@@ -14,9 +14,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/k8sevents/otel-k8sevents/exporter/k8seventexporter/internal/metadata"
+	"github.com/k8sevents/otel-k8sevents/internal/harness/kubetest"
 	"github.com/k8sevents/otel-k8sevents/internal/k8sclient"
 	"github.com/k8sevents/otel-k8sevents/internal/k8sevent"
-	"github.com/k8sevents/otel-k8sevents/internal/kubetest"
 )
 
 // The flood in namespace shop that precedes one record in namespace other.

@@ -12,7 +12,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/plog"
 
-	"github.com/k8sevents/otel-k8sevents/internal/fuzzbytes"
+	"github.com/k8sevents/otel-k8sevents/internal/harness/fuzzbytes"
 	"github.com/k8sevents/otel-k8sevents/internal/k8sevent"
 )
 

@@ -8,7 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/component"
 
-	"github.com/k8sevents/otel-k8sevents/internal/configtest"
+	"github.com/k8sevents/otel-k8sevents/internal/harness/configtest"
 )
 
 func loadConfig(t *testing.T, id string) *Config {

@@ -13,7 +13,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/plog"
 	"k8s.io/apimachinery/pkg/util/validation"
 
-	"github.com/k8sevents/otel-k8sevents/internal/fuzzbytes"
+	"github.com/k8sevents/otel-k8sevents/internal/harness/fuzzbytes"
 	"github.com/k8sevents/otel-k8sevents/internal/k8sevent"
 	"github.com/k8sevents/otel-k8sevents/processor/eventseriesprocessor/internal/metadata"
 )

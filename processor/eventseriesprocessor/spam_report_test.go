@@ -8,9 +8,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/k8sevents/otel-k8sevents/internal/harness/recordermodel"
+	"github.com/k8sevents/otel-k8sevents/internal/harness/storm"
 	"github.com/k8sevents/otel-k8sevents/internal/k8sevent"
-	"github.com/k8sevents/otel-k8sevents/internal/recordermodel"
-	"github.com/k8sevents/otel-k8sevents/internal/storm"
 )
 
 // reportConfig is one row group of the spam-filter report: a mode, and the

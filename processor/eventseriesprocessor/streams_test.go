@@ -18,9 +18,9 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/pdata/plog"
 
+	"github.com/k8sevents/otel-k8sevents/internal/harness/recordermodel"
+	"github.com/k8sevents/otel-k8sevents/internal/harness/storm"
 	"github.com/k8sevents/otel-k8sevents/internal/k8sevent"
-	"github.com/k8sevents/otel-k8sevents/internal/recordermodel"
-	"github.com/k8sevents/otel-k8sevents/internal/storm"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden outputs of testdata/streams")

@@ -8,5 +8,5 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m, goleak.IgnoreTopFunction("github.com/k8sevents/otel-k8sevents/internal/childproc.onSpawnThread.func1.1"))
+	goleak.VerifyTestMain(m)
 }

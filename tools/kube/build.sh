@@ -1,6 +1,6 @@
 #!/bin/sh
 # Builds kube-apiserver and etcd (versions pinned in this directory's go.mod)
-# into the given output directory, for the tests in internal/kubetest.
+# into the given output directory, for the tests in internal/harness/kubetest.
 # A binary that already exists in the output directory is not rebuilt.
 #
 # Usage: tools/kube/build.sh OUTDIR

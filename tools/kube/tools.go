@@ -1,7 +1,7 @@
 //go:build tools
 
 // Package kube pins the versions of kube-apiserver and etcd that
-// internal/kubetest runs. Build them with build.sh.
+// internal/harness/kubetest runs. Build them with build.sh.
 package kube
 
 import (

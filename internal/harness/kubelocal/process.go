@@ -8,7 +8,7 @@ import (
 	"slices"
 	"strconv"
 
-	"github.com/k8sevents/otel-k8sevents/internal/childproc"
+	"github.com/k8sevents/otel-k8sevents/internal/harness/childproc"
 )
 
 func tail(path string) string { return childproc.Tail(path, 4096) }

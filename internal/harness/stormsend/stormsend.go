@@ -1,4 +1,4 @@
-// Package stormsend replays a storm (internal/storm) at a chosen speed: as
+// Package stormsend replays a storm (internal/harness/storm) at a chosen speed: as
 // OTLP logs to a collector, or as Events written to an API server, either
 // directly (what an emitter without compression writes) or through
 // client-go's recorders (what Kubernetes components write). Every replay is
@@ -13,7 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/k8sevents/otel-k8sevents/internal/storm"
+	"github.com/k8sevents/otel-k8sevents/internal/harness/storm"
 )
 
 const defaultMaxDuration = 10 * time.Minute

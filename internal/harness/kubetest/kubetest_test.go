@@ -14,7 +14,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
-	"github.com/k8sevents/otel-k8sevents/internal/kubetest"
+	"github.com/k8sevents/otel-k8sevents/internal/harness/kubetest"
 )
 
 func ctx(t *testing.T) context.Context {

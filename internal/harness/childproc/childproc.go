@@ -31,14 +31,16 @@ func Start(bin string, args, env []string, logPath string) (*Process, error) {
 	cmd.Stderr = logFile
 	cmd.Env = append(os.Environ(), env...)
 	cmd.SysProcAttr = sysProcAttr()
-	onSpawnThread(func() { err = cmd.Start() })
+	release := onSpawnThread(func() { err = cmd.Start() })
 	if err != nil {
+		release()
 		logFile.Close()
 		return nil, fmt.Errorf("start %s: %w", bin, err)
 	}
 	p := &Process{Name: filepath.Base(bin), LogPath: logPath, cmd: cmd, done: make(chan struct{})}
 	go func() {
 		p.err = cmd.Wait()
+		release()
 		logFile.Close()
 		close(p.done)
 	}()

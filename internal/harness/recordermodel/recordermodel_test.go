@@ -6,7 +6,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 
-	"github.com/k8sevents/otel-k8sevents/internal/storm"
+	"github.com/k8sevents/otel-k8sevents/internal/harness/storm"
 )
 
 func occ(at time.Duration, pod, reason string) storm.Occurrence {

@@ -12,7 +12,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
-	"github.com/k8sevents/otel-k8sevents/internal/kubelocal"
+	"github.com/k8sevents/otel-k8sevents/internal/harness/kubelocal"
 )
 
 func requireBinaries(t *testing.T) {

@@ -17,8 +17,8 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/k8sevents/otel-k8sevents/internal/harness/storm"
 	"github.com/k8sevents/otel-k8sevents/internal/k8sevent"
-	"github.com/k8sevents/otel-k8sevents/internal/storm"
 )
 
 // stream is n occurrences in namespace ns, gap apart in event time, on 3

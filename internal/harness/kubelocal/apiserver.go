@@ -17,7 +17,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/k8sevents/otel-k8sevents/internal/childproc"
+	"github.com/k8sevents/otel-k8sevents/internal/harness/childproc"
 )
 
 func (c *Cluster) startEtcd(ctx context.Context) error {

@@ -8,4 +8,4 @@ import "syscall"
 // children are stopped only by their parent stopping them.
 func sysProcAttr() *syscall.SysProcAttr { return nil }
 
-func onSpawnThread(f func()) { f() }
+func onSpawnThread(f func()) (release func()) { f(); return func() {} }

@@ -1,5 +1,5 @@
 // Package kubetest runs a real etcd and kube-apiserver on loopback for tests,
-// as a testing.T wrapper around internal/kubelocal.
+// as a testing.T wrapper around internal/harness/kubelocal.
 //
 // The binaries are built by tools/kube/build.sh (make apiserver) into
 // <repo root>/bin, or are looked up in $KUBETEST_BIN_DIR. When they are
@@ -16,7 +16,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
-	"github.com/k8sevents/otel-k8sevents/internal/kubelocal"
+	"github.com/k8sevents/otel-k8sevents/internal/harness/kubelocal"
 )
 
 const (

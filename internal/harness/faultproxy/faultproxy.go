@@ -1,6 +1,6 @@
 // Package faultproxy is a fault-injecting reverse proxy for tests: it sits
 // on 127.0.0.1 in front of a real server (a kube-apiserver from
-// internal/kubetest) and, by rules on the HTTP verb, the URL path and the
+// internal/harness/kubetest) and, by rules on the HTTP verb, the URL path and the
 // occurrence number of a matching request, answers an error status, 429
 // with or without Retry-After, holds the request until the client gives
 // up, resets the connection, or forwards the request and then drops the

@@ -13,7 +13,7 @@ import (
 	"k8s.io/client-go/tools/record"
 	clocktesting "k8s.io/utils/clock/testing"
 
-	"github.com/k8sevents/otel-k8sevents/internal/storm"
+	"github.com/k8sevents/otel-k8sevents/internal/harness/storm"
 )
 
 // Pair is what a person looks for in kubectl get events: an object

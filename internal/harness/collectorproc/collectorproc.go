@@ -18,7 +18,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/k8sevents/otel-k8sevents/internal/childproc"
+	"github.com/k8sevents/otel-k8sevents/internal/harness/childproc"
 )
 
 // BinaryEnv names the environment variable that points at a collector binary,

@@ -1,6 +1,6 @@
 // Command gen writes the built-in storms as stream files:
 //
-//	go run ./internal/storm/gen testdata/streams
+//	go run ./internal/harness/storm/gen testdata/streams
 //
 // Large streams are gzipped.
 package main
@@ -11,7 +11,7 @@ import (
 	"path/filepath"
 	"sort"
 
-	"github.com/k8sevents/otel-k8sevents/internal/storm"
+	"github.com/k8sevents/otel-k8sevents/internal/harness/storm"
 )
 
 func main() {

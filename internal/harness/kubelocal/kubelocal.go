@@ -1,5 +1,5 @@
 // Package kubelocal runs a real etcd and kube-apiserver on loopback, for
-// tests (through internal/kubetest) and for the demo behind make run.
+// tests (through internal/harness/kubetest) and for the demo behind make run.
 //
 // The binaries are built by tools/kube/build.sh (make apiserver) into
 // <repo root>/bin, or are looked up in $KUBETEST_BIN_DIR. Nothing here needs
@@ -24,7 +24,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
-	"github.com/k8sevents/otel-k8sevents/internal/childproc"
+	"github.com/k8sevents/otel-k8sevents/internal/harness/childproc"
 )
 
 const (
