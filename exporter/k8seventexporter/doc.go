@@ -1,4 +1,4 @@
-//go:generate go tool mdatagen metadata.yaml
+//go:generate go tool -modfile=../../tools/mdatagen/go.mod mdatagen metadata.yaml
 
 // Package k8seventexporter writes Event log records to a Kubernetes API
 // server as Event objects: create, then patch; idempotent names; a

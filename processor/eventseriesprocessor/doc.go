@@ -1,4 +1,4 @@
-//go:generate go tool mdatagen metadata.yaml
+//go:generate go tool -modfile=../../tools/mdatagen/go.mod mdatagen metadata.yaml
 
 // Package eventseriesprocessor folds Kubernetes Event records into what
 // client-go's recorders would write (events.k8s.io/v1 series, or core/v1

@@ -1,4 +1,4 @@
-//go:generate go tool mdatagen metadata.yaml
+//go:generate go tool -modfile=../../tools/mdatagen/go.mod mdatagen metadata.yaml
 
 // Package k8seventsreceiver watches Kubernetes Events and emits one log
 // record per occurrence, per the project's log-record contract.
