@@ -17,6 +17,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
 
+	"github.com/k8sevents/otel-k8sevents/internal/ctxwait"
 	"github.com/k8sevents/otel-k8sevents/internal/k8sevent"
 	"github.com/k8sevents/otel-k8sevents/receiver/k8seventsreceiver/internal/metadata"
 )
@@ -73,7 +74,7 @@ func (w *watcher) run(ctx context.Context) {
 		}
 		w.logger.Warn("Watching events failed; retrying", zap.String("namespace", w.ns), zap.Duration("after", backoff), zap.Error(err))
 		w.count(w.telemetry.ReceiverK8seventsWatchRestarts, 1)
-		if !sleep(ctx, backoff) {
+		if ctxwait.Sleep(ctx, backoff) != nil {
 			break
 		}
 		backoff = min(2*backoff, maxBackoff)
@@ -236,7 +237,7 @@ func (w *watcher) emit(ctx context.Context, items []listed) error {
 			w.logger.Error("Pipeline refused event records for good; dropped", zap.Int("records", len(items)), zap.Error(err))
 			break
 		}
-		if !sleep(ctx, backoff) {
+		if ctxwait.Sleep(ctx, backoff) != nil {
 			return fmt.Errorf("emit %d event records: %w", len(items), err)
 		}
 	}
@@ -293,17 +294,5 @@ func typeName(t watch.EventType) string {
 		return "bookmark"
 	default:
 		return "error"
-	}
-}
-
-// sleep waits d unless ctx ends first; it reports whether it waited.
-func sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
 	}
 }

@@ -47,7 +47,7 @@ func TestReadReportsTheBadLine(t *testing.T) {
 
 func TestCommittedStreamsAreTheScenarios(t *testing.T) {
 	for name, gen := range Scenarios {
-		paths, _ := filepath.Glob(filepath.Join("..", "..", "testdata", "streams", name+".jsonl*"))
+		paths, _ := filepath.Glob(filepath.Join("..", "..", "..", "testdata", "streams", name+".jsonl*"))
 		require.Len(t, paths, 1, "%s: run make streams", name)
 		got, err := ReadFile(paths[0])
 		require.NoError(t, err)
