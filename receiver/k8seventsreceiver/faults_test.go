@@ -22,7 +22,6 @@ import (
 	"go.opentelemetry.io/collector/pdata/plog"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
@@ -91,15 +90,6 @@ func writeStatus(w http.ResponseWriter, code int, reason metav1.StatusReason) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(code)
 	_, _ = w.Write(b)
-}
-
-// client is a clientset that goes through the proxy.
-func (p *apiProxy) client(t *testing.T) kubernetes.Interface {
-	t.Helper()
-	noProxy := func(*http.Request) (*url.URL, error) { return nil, nil } // and a transport of its own, not http.DefaultTransport
-	cs, err := kubernetes.NewForConfig(&rest.Config{Host: p.url, QPS: 100, Burst: 200, Proxy: noProxy})
-	require.NoError(t, err)
-	return cs
 }
 
 // kubeconfig writes a kubeconfig for the proxy (no credentials: the proxy

@@ -28,7 +28,7 @@ func TestDeployRBACIsEnoughAndNoMore(t *testing.T) {
 
 	r.namespace(t, "rbac")
 	for _, api := range []string{k8sevent.APICoreV1, k8sevent.APIEventsV1} {
-		rcv, sink := r.startWith(t, as, func(c *Config) { c.API, c.Initial = api, initialAll })
+		rcv, sink := r.startWith(t, r.srv.KubeconfigFor(t, user, token), func(c *Config) { c.API, c.Initial = api, initialAll })
 		watching(t, rcv)
 		r.createEvents(t, "rbac", api[:2], 1)
 		waitReceived(t, sink, 1)

@@ -121,7 +121,7 @@ func TestOnAPIServer(t *testing.T) {
 		r.namespace(t, "idle")
 		proxy := newAPIProxy(t, r)
 		proxy.stallWatches.Store(true)
-		rcv, sink := r.startWith(t, proxy.client(t), func(c *Config) { c.Namespaces, c.WatchIdleTimeout = []string{"idle"}, time.Second })
+		rcv, sink := r.startWith(t, proxy.kubeconfig(t), func(c *Config) { c.Namespaces, c.WatchIdleTimeout = []string{"idle"}, time.Second })
 		tel := r.tel
 		watching(t, rcv)
 		require.GreaterOrEqual(t, proxy.stalled.Load(), int64(1), "the watch is silent")

@@ -99,7 +99,7 @@ func TestStateRelistAfterGoneEmitsChangesOnLaterPages(t *testing.T) {
 	r.compact(t)
 
 	sink := new(consumertest.LogsSink)
-	r.startInto(t, fileStorage(t, g.dir), nil, sink, pagedWithStorage(g.ns))
+	r.startInto(t, fileStorage(t, g.dir), r.kubeconfig, sink, pagedWithStorage(g.ns))
 	tel := r.tel
 	g.create(t, sentinel, time.Now().Truncate(time.Second))
 	got := waitFor(t, sink, sentinel)
@@ -157,7 +157,7 @@ func TestStateRelistFailingHalfWayGoesOnAfterRestart(t *testing.T) {
 			pipeline.on.Store(fault == "pipeline")
 			proxy.failContinue.Store(fault == "list")
 			refusedBefore := proxy.refused.Load()
-			second := r.startInto(t, fileStorage(t, g.dir), proxy.client(t), pipeline, pagedWithStorage(g.ns))
+			second := r.startInto(t, fileStorage(t, g.dir), proxy.kubeconfig(t), pipeline, pagedWithStorage(g.ns))
 			require.Eventually(t, func() bool {
 				return sink.LogRecordCount() >= 1 && (pipeline.refused.Load() > 0 || proxy.refused.Load() > refusedBefore)
 			}, 60*time.Second, 20*time.Millisecond, "page 1 emitted, then the fault")
@@ -167,7 +167,7 @@ func TestStateRelistFailingHalfWayGoesOnAfterRestart(t *testing.T) {
 			proxy.failContinue.Store(false)
 
 			third := new(consumertest.LogsSink)
-			r.startInto(t, fileStorage(t, g.dir), proxy.client(t), third, pagedWithStorage(g.ns))
+			r.startInto(t, fileStorage(t, g.dir), proxy.kubeconfig(t), third, pagedWithStorage(g.ns))
 			tel := r.tel
 			g.create(t, sentinel, time.Now().Truncate(time.Second))
 			assert.Equal(t, map[string][]int64{"e-17": {2}, sentinel: {1}}, occurrences(waitFor(t, third, sentinel)),
@@ -204,7 +204,7 @@ func TestStateRelistKeepsASecondPrecisionEventAtAMicrosecondWatermark(t *testing
 	r.compact(t)
 
 	again := new(consumertest.LogsSink)
-	r.startInto(t, fileStorage(t, g.dir), nil, again, withStorage(ns))
+	r.startInto(t, fileStorage(t, g.dir), r.kubeconfig, again, withStorage(ns))
 	tel := r.tel
 	g.create(t, sentinel, time.Now().Truncate(time.Second))
 	assert.Equal(t, map[string][]int64{"b-legacy": {1}, sentinel: {1}}, occurrences(waitFor(t, again, sentinel)),
