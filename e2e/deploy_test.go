@@ -27,6 +27,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/k8sevents/otel-k8sevents/internal/harness/kubetest"
+	"github.com/k8sevents/otel-k8sevents/internal/harness/stormsend"
 	"github.com/k8sevents/otel-k8sevents/internal/k8sevent"
 )
 
@@ -60,7 +61,7 @@ func TestDeployManifests(t *testing.T) {
 		&authnv1.TokenRequest{Spec: authnv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](3600)}}, metav1.CreateOptions{})
 	require.NoError(t, err)
 	kubeconfig := srv.KubeconfigFor(t, "otel-k8sevents", tok.Status.Token)
-	require.NoError(t, createNamespaceIfMissing(ctx, cs, "app"))
+	require.NoError(t, stormsend.CreateNamespaces(ctx, cs, "app"))
 	dir := t.TempDir()
 	env := []string{
 		"K8S_AUTH_TYPE=kubeConfig", "KUBECONFIG=" + kubeconfig, "POD_NAMESPACE=" + deployNamespace,
@@ -94,7 +95,7 @@ func TestDeployManifests(t *testing.T) {
 	}
 	eventually(t, time.Minute, func() (bool, string) {
 		m := c.scrape(t)
-		got := m.Sum("otelcol_processor_eventseries_occurrences")
+		got := m.Pipeline().Occurrences
 		return got >= 5, fmt.Sprintf("occurrences seen by the processor: %v", got)
 	})
 	// Shutdown flushes the open series (exact count) into the persistent

@@ -8,12 +8,12 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/k8sevents/otel-k8sevents/internal/harness/collectorproc"
+	"github.com/k8sevents/otel-k8sevents/internal/harness/stormsend"
 	"github.com/k8sevents/otel-k8sevents/internal/k8sevent"
 )
 
@@ -201,15 +201,6 @@ func multiObjectKeys(evs []corev1.Event) (keys, multi int) {
 	return len(groups), multi
 }
 
-// createNamespaceIfMissing creates a namespace unless it exists.
-func createNamespaceIfMissing(ctx context.Context, cs kubernetes.Interface, ns string) error {
-	_, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
-	if err != nil && !apierrors.IsAlreadyExists(err) {
-		return fmt.Errorf("create namespace %s: %w", ns, err)
-	}
-	return nil
-}
-
 // markerReason is the reason of the marker Events.
 const markerReason = "E2EMarker"
 
@@ -218,7 +209,7 @@ const markerReason = "E2EMarker"
 // consumer in order, so once the marker is in the mirror, everything written
 // to the source before it has been through the pipeline.
 func writeMarker(ctx context.Context, cs kubernetes.Interface, ns, pod string) error {
-	if err := createNamespaceIfMissing(ctx, cs, ns); err != nil {
+	if err := stormsend.CreateNamespaces(ctx, cs, ns); err != nil {
 		return err
 	}
 	now := metav1.Now()

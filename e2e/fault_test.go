@@ -44,7 +44,7 @@ func TestFaultDestinationDownMidStorm(t *testing.T) {
 
 	// Down once a fifth of the storm is sent and some of it written.
 	eventually(t, time.Minute, func() (bool, string) {
-		w := expWrites(c.scrape(t))
+		w := c.scrape(t).Pipeline().Writes
 		return run.log.sent() >= int64(len(occs)/5) && w > 0, fmt.Sprintf("storm sent %d of %d, exporter writes %v", run.log.sent(), len(occs), w)
 	})
 	down := rig.stopDestination(ctx, t)
@@ -90,7 +90,7 @@ func TestFaultDestinationDownAsStormEnds(t *testing.T) {
 	// until they have.
 	eventually(t, 2*time.Minute, func() (bool, string) {
 		m := c.scrape(t)
-		open := m.Sum("otelcol_processor_eventseries_open_entries")
+		open := m.Pipeline().Open
 		return open == 0 && retryable(m) > 0, fmt.Sprintf("open entries %v, retryable failures %v", open, retryable(m))
 	})
 	awaitOutageEnd(ctx, t, down)
@@ -163,7 +163,7 @@ func TestFaultCollectorKilledWithRetriesPending(t *testing.T) {
 	run := rig.storm(ctx, faultSpeed)
 
 	eventually(t, time.Minute, func() (bool, string) {
-		w := expWrites(first.scrape(t))
+		w := first.scrape(t).Pipeline().Writes
 		return run.log.sent() >= int64(len(occs)/5) && w > 0, fmt.Sprintf("storm sent %d of %d, exporter writes %v", run.log.sent(), len(occs), w)
 	})
 	down := rig.stopDestination(ctx, t)

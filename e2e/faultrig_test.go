@@ -53,7 +53,7 @@ type faultRig struct {
 func newFaultRig(ctx context.Context, t *testing.T, name string, occs []storm.Occurrence, spec mirrorSpec, dstOpts ...kubetest.Option) *faultRig {
 	t.Helper()
 	binary(t) // skips before starting API servers when the collector is not built
-	rig := &faultRig{start: time.Now(), occs: occs, nss: stormNamespaces(occs), dir: t.TempDir()}
+	rig := &faultRig{start: time.Now(), occs: occs, nss: storm.Namespaces(occs), dir: t.TempDir()}
 	rig.srcSrv, rig.dstSrv = kubetest.Start(t), kubetest.Start(t, dstOpts...)
 	rig.src, rig.dst = rig.srcSrv.Clientset(), rig.dstSrv.Clientset()
 	for _, cs := range []kubernetes.Interface{rig.src, rig.dst} {
@@ -152,8 +152,8 @@ func (rig *faultRig) compare(ctx context.Context, t *testing.T) (r mirrorResult,
 func awaitIdle(t *testing.T, c *collector, timeout time.Duration) {
 	t.Helper()
 	eventually(t, timeout, func() (bool, string) {
-		m := c.scrape(t)
-		open, out, done := m.Sum("otelcol_processor_eventseries_open_entries"), procRecordsOut(m), expDone(m)
+		p := c.scrape(t).Pipeline()
+		open, out, done := p.Open, p.RecordsOut, p.Done
 		return open == 0 && done == out, fmt.Sprintf("open entries %v, records out %v, exporter done %v", open, out, done)
 	})
 }

@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 
 	"github.com/k8sevents/otel-k8sevents/internal/harness/kubetest"
+	"github.com/k8sevents/otel-k8sevents/internal/harness/stormsend"
 	"github.com/k8sevents/otel-k8sevents/internal/k8sevent"
 )
 
@@ -48,7 +49,7 @@ func freshnessRun(b *testing.B, srv *kubetest.Server, pods int) (first, started 
 	defer cancel()
 	cs := srv.Clientset()
 	ns := fmt.Sprintf("fresh-%d", time.Now().UnixNano())
-	require.NoError(b, createNamespaceIfMissing(ctx, cs, ns))
+	require.NoError(b, stormsend.CreateNamespaces(ctx, cs, ns))
 	grpcAddr := loopback(b)
 	startCollector(b, b.TempDir(), fmt.Sprintf(`
 receivers:

@@ -11,6 +11,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/k8sevents/otel-k8sevents/internal/harness/childproc"
 	"github.com/k8sevents/otel-k8sevents/internal/harness/collectorproc"
 )
 
@@ -35,7 +36,7 @@ func binary(t testing.TB) string {
 
 func freePort(t testing.TB) int {
 	t.Helper()
-	p, err := collectorproc.FreePort()
+	p, err := childproc.FreePort()
 	require.NoError(t, err)
 	return p
 }

@@ -97,11 +97,12 @@ service:
 	var m collectorproc.Metrics
 	eventually(t, 2*time.Minute, func() (bool, string) {
 		m = c.scrape(t)
-		occ, out, done := m.Sum("otelcol_processor_eventseries_occurrences"), procRecordsOut(m), expDone(m)
+		p := m.Pipeline()
+		occ, out, done := p.Occurrences, p.RecordsOut, p.Done
 		return occ == float64(len(occs)) && done == out, fmt.Sprintf("occurrences %v of %d, records out %v, exporter done %v", occ, len(occs), out, done)
 	})
-	require.Zero(t, m.Sum("otelcol_exporter_k8sevent_permanent_failures"))
-	writesBeforeStop, outBeforeStop := expWrites(m), procRecordsOut(m)
+	require.Zero(t, m.Pipeline().PermanentFailures)
+	writesBeforeStop, outBeforeStop := m.Pipeline().Writes, m.Pipeline().RecordsOut
 	require.NoError(t, c.Stop(time.Minute))
 	writes := settledEventRequests(t, cs) - before
 
@@ -234,21 +235,6 @@ func settledEventRequests(t *testing.T, cs kubernetes.Interface) int {
 	return last
 }
 
-// procRecordsOut is what the processor emitted.
-func procRecordsOut(m collectorproc.Metrics) float64 {
-	return m.Sum("otelcol_processor_eventseries_records_out")
-}
-
-// expWrites is the exporter's count of successful writes (stale,
-// unchanged and adopted records make no write).
-func expWrites(m collectorproc.Metrics) float64 {
-	w := m.Sum("otelcol_exporter_k8sevent_writes")
-	for _, o := range []string{"stale", "unchanged", "adopted"} {
-		w -= m.Sum("otelcol_exporter_k8sevent_writes", "outcome="+o)
-	}
-	return w
-}
-
 // changingRecords is how many golden records carry a count their name has
 // not had before: the ones the exporter writes.
 func changingRecords(golden []goldenRecord) int {
@@ -260,9 +246,4 @@ func changingRecords(golden []goldenRecord) int {
 		last[g.Name] = max(last[g.Name], g.Count)
 	}
 	return n
-}
-
-// expDone is how many records the exporter has finished with.
-func expDone(m collectorproc.Metrics) float64 {
-	return m.Sum("otelcol_exporter_k8sevent_writes") + m.Sum("otelcol_exporter_k8sevent_permanent_failures")
 }

@@ -101,22 +101,6 @@ func mergeStorms(storms ...[]storm.Occurrence) []storm.Occurrence {
 	return out
 }
 
-// stormNamespaces lists the namespaces of the storms' regarding objects.
-func stormNamespaces(storms ...[]storm.Occurrence) []string {
-	set := map[string]bool{}
-	for _, s := range storms {
-		for i := range s {
-			set[s[i].Regarding.Namespace] = true
-		}
-	}
-	var out []string
-	for ns := range set {
-		out = append(out, ns)
-	}
-	sort.Strings(out)
-	return out
-}
-
 // awaitMirrored writes a marker Event into every namespace in A and waits
 // until all of them are in B: one watch per namespace keeps order only
 // within its namespace, so each namespace needs its own marker.
@@ -214,14 +198,9 @@ func logObjects(t *testing.T, aEvents, bEvents []corev1.Event, a, b eventTally, 
 // logPipeline logs what the collector's components counted.
 func logPipeline(t *testing.T, name string, c *collector) {
 	t.Helper()
-	m := c.scrape(t)
-	t.Logf("%s: receiver events %v, processor occurrences %v, records out %v (compressed %v, spam held %v), exporter writes %v (stale %v), permanent failures %v, retryable %v",
-		name, m.Sum("otelcol_receiver_k8sevents_events_received"), m.Sum("otelcol_processor_eventseries_occurrences"),
-		m.Sum("otelcol_processor_eventseries_records_out"), m.Sum("otelcol_processor_eventseries_compressed"),
-		m.Sum("otelcol_processor_eventseries_spam_dropped"), m.Sum("otelcol_exporter_k8sevent_writes"),
-		m.Sum("otelcol_exporter_k8sevent_writes", "outcome=stale"),
-		m.Sum("otelcol_exporter_k8sevent_permanent_failures"), m.Sum("otelcol_exporter_k8sevent_retryable_failures"))
-	assert.Zero(t, m.Sum("otelcol_exporter_k8sevent_permanent_failures"), "%s: no record may be dropped for good", name)
+	p := c.scrape(t).Pipeline()
+	t.Logf("%s: %+v", name, p)
+	assert.Zero(t, p.PermanentFailures, "%s: no record may be dropped for good", name)
 }
 
 // assertExact checks what a mirror promises: per (object, reason) B holds
@@ -256,7 +235,7 @@ func TestMirror(t *testing.T) {
 
 	legacy := mergeStorms(stormWindow(t, "crashloop", 4*time.Minute), stormWindow(t, "cronjob", 4*time.Minute))
 	series := mergeStorms(stormWindow(t, "imagepull", 4*time.Minute), stormWindow(t, "failedscheduling", 6*time.Minute))
-	nss := stormNamespaces(legacy, series)
+	nss := storm.Namespaces(legacy, series)
 	for _, cs := range []kubernetes.Interface{a, b} {
 		require.NoError(t, stormsend.EnsureNamespaces(ctx, cs, legacy))
 		require.NoError(t, stormsend.EnsureNamespaces(ctx, cs, series))

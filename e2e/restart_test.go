@@ -41,7 +41,7 @@ func runRestart(t *testing.T, srvA, srvB *kubetest.Server, run restartRun) (mirr
 	a, b := srvA.Clientset(), srvB.Clientset()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	nss := stormNamespaces(run.occs)
+	nss := storm.Namespaces(run.occs)
 	for _, cs := range []kubernetes.Interface{a, b} {
 		require.NoError(t, stormsend.EnsureNamespaces(ctx, cs, run.occs))
 	}

@@ -2,9 +2,11 @@ package main
 
 import (
 	"fmt"
-	"strconv"
-	"strings"
+	"os"
+	"path/filepath"
 	"time"
+
+	"sigs.k8s.io/yaml"
 )
 
 // controller is the reporting controller of everything the pipeline writes.
@@ -45,6 +47,13 @@ func tuningFor(speed float64) tuning {
 	}
 }
 
+// baseConfig is the ready configuration the demo starts from: the
+// in-cluster mirror (k8sevents -> memory_limiter -> eventseries -> k8sevent
+// + debug). The overlay takes out what a demo on a laptop has no use for
+// (leader election, the storage extension, the memory limiter) and sets
+// what varies.
+const baseConfig = "testdata/config/mirror.yaml"
+
 // collectorConfig holds what varies in the collector's configuration.
 type collectorConfig struct {
 	SourceKubeconfig  string // receiver; "" means $KUBECONFIG, then ~/.kube/config
@@ -60,73 +69,84 @@ type collectorConfig struct {
 	ReportingInstance string
 }
 
-// yamlString quotes s for YAML: a JSON string is a valid YAML
-// double-quoted scalar.
-func yamlString(s string) string { return strconv.Quote(s) }
-
-// render writes the collector's YAML: k8sevents → eventseries → k8sevent +
-// debug, health_check for start-up, and the collector's own metrics on a
+// overlay is what the collector merges over baseConfig (maps merge, a
+// null removes a key, lists are replaced): the receiver and the exporter
+// on kubeconfigs, the processor's timers scaled to the storm's speed,
+// health_check for start-up, and the collector's own metrics on a
 // Prometheus endpoint for the live view.
-func (c collectorConfig) render() string {
-	var b strings.Builder
-	p := func(format string, args ...any) { fmt.Fprintf(&b, format+"\n", args...) }
-	p("extensions:")
-	p("  health_check:")
-	p("    endpoint: %s", yamlString(fmt.Sprintf("127.0.0.1:%d", c.HealthPort)))
-	p("receivers:")
-	p("  k8sevents:")
-	p("    auth_type: kubeConfig")
+func (c collectorConfig) overlay() map[string]any {
+	recv := map[string]any{
+		"auth_type":          "kubeConfig",
+		"storage":            nil,
+		"k8s_leader_elector": nil,
+		// core/v1: the raw storm writes core/v1 Events, and core/v1 spells
+		// the field reportingComponent (events.k8s.io/v1: reportingController).
+		"api":            "v1",
+		"field_selector": "reportingComponent!=" + controller,
+		"initial":        "none",
+	}
+	if c.InitialAll {
+		recv["initial"] = "all"
+	}
 	if c.SourceKubeconfig != "" {
-		p("    kubeconfig: %s", yamlString(c.SourceKubeconfig))
+		recv["kubeconfig"] = c.SourceKubeconfig
 	}
 	if c.SourceContext != "" {
-		p("    context: %s", yamlString(c.SourceContext))
-	}
-	// core/v1: the raw storm writes core/v1 Events, and core/v1 spells the
-	// field reportingComponent (events.k8s.io/v1: reportingController).
-	p("    api: v1")
-	p("    field_selector: %s", yamlString("reportingComponent!="+controller))
-	if c.InitialAll {
-		p("    initial: all")
-	} else {
-		p("    initial: none")
+		recv["context"] = c.SourceContext
 	}
 	if len(c.Namespaces) > 0 {
-		p("    namespaces:")
-		for _, ns := range c.Namespaces {
-			p("      - %s", yamlString(ns))
-		}
+		recv["namespaces"] = c.Namespaces
 	}
-	p("processors:")
-	p("  eventseries:")
-	p("    mode: series")
-	p("    time_source: processing")
-	p("    series:")
-	p("      finish_after: %s", c.Tuning.FinishAfter)
-	p("      heartbeat_interval: %s", c.Tuning.Heartbeat)
-	p("    spam_filter:")
-	p("      qps: %s", strconv.FormatFloat(c.Tuning.SpamQPS, 'g', 6, 64))
-	p("      burst: 25")
-	p("exporters:")
-	p("  k8sevent:")
-	p("    auth_type: kubeConfig")
-	p("    kubeconfig: %s", yamlString(c.OutputKubeconfig))
-	p("    reporting_controller: %s", yamlString(controller))
-	p("    reporting_instance: %s", yamlString(c.ReportingInstance))
-	p("    qps: %d", c.ExporterQPS)
-	p("    burst: %d", c.ExporterBurst)
-	p("  debug:")
-	p("    verbosity: basic")
-	p("service:")
-	p("  extensions: [health_check]")
-	p("  telemetry:")
-	p("    metrics:")
-	p("      readers:")
-	p("        - pull: {exporter: {prometheus: {host: 127.0.0.1, port: %d}}}", c.MetricsPort)
-	p("  pipelines:")
-	p("    logs:")
-	p("      receivers: [k8sevents]")
-	p("      processors: [eventseries]")
-	p("      exporters: [k8sevent, debug]")
-	return b.String()
+	return map[string]any{
+		"extensions": map[string]any{
+			"health_check": map[string]any{"endpoint": fmt.Sprintf("127.0.0.1:%d", c.HealthPort)},
+		},
+		"receivers": map[string]any{"k8sevents": recv},
+		"processors": map[string]any{"eventseries": map[string]any{
+			"storage":     nil,
+			"mode":        "series",
+			"time_source": "processing",
+			"series": map[string]any{
+				"finish_after":       c.Tuning.FinishAfter.String(),
+				"heartbeat_interval": c.Tuning.Heartbeat.String(),
+			},
+			"spam_filter": map[string]any{"qps": c.Tuning.SpamQPS, "burst": 25},
+		}},
+		"exporters": map[string]any{"k8sevent": map[string]any{
+			"auth_type":            "kubeConfig",
+			"kubeconfig":           c.OutputKubeconfig,
+			"reporting_controller": controller,
+			"reporting_instance":   c.ReportingInstance,
+			"qps":                  c.ExporterQPS,
+			"burst":                c.ExporterBurst,
+			"sending_queue":        map[string]any{"storage": nil},
+		}},
+		"service": map[string]any{
+			"extensions": []string{"health_check"},
+			"telemetry": map[string]any{"metrics": map[string]any{"readers": []any{
+				map[string]any{"pull": map[string]any{"exporter": map[string]any{
+					"prometheus": map[string]any{"host": "127.0.0.1", "port": c.MetricsPort},
+				}}},
+			}}},
+			"pipelines": map[string]any{"logs": map[string]any{
+				"receivers":  []string{"k8sevents"},
+				"processors": []string{"eventseries"},
+				"exporters":  []string{"k8sevent", "debug"},
+			}},
+		},
+	}
+}
+
+// files are the base configuration and the overlay, as the collector's
+// --config files.
+func (c collectorConfig) files(repoRoot string) (base, overlay string, err error) {
+	b, err := os.ReadFile(filepath.Join(repoRoot, baseConfig))
+	if err != nil {
+		return "", "", fmt.Errorf("collector configuration: %w", err)
+	}
+	o, err := yaml.Marshal(c.overlay())
+	if err != nil {
+		return "", "", fmt.Errorf("collector configuration overlay: %w", err)
+	}
+	return string(b), string(o), nil
 }

@@ -9,12 +9,12 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/confmap"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/yaml"
 
-	"github.com/k8sevents/otel-k8sevents/internal/harness/collectorproc"
 	"github.com/k8sevents/otel-k8sevents/internal/harness/storm"
 	"github.com/k8sevents/otel-k8sevents/internal/harness/stormsend"
 )
@@ -28,28 +28,51 @@ func TestTuningScalesDefaultsBySpeed(t *testing.T) {
 	assert.Equal(t, tuningFor(1), tuningFor(0.5))
 }
 
-func TestCollectorConfigRenders(t *testing.T) {
+// merged is the configuration the collector runs: the base with the
+// overlay merged over it, as the collector merges its --config files.
+func merged(t *testing.T, c collectorConfig) map[string]any {
+	t.Helper()
+	base, overlay, err := c.files("../..")
+	require.NoError(t, err)
+	conf := confmap.New()
+	for _, doc := range []string{base, overlay} {
+		var m map[string]any
+		require.NoError(t, yaml.Unmarshal([]byte(doc), &m), doc)
+		require.NoError(t, conf.Merge(confmap.NewFromStringMap(m)))
+	}
+	return conf.ToStringMap()
+}
+
+func TestCollectorConfigIsTheMirrorWithAnOverlay(t *testing.T) {
 	c := collectorConfig{
 		SourceKubeconfig: `/tmp/a "b"/kubeconfig`, Namespaces: []string{"storm-crashloop", "storm-cronjob"},
 		InitialAll: true, OutputKubeconfig: "/tmp/out", HealthPort: 1, MetricsPort: 2,
 		Tuning: tuningFor(40), ExporterQPS: 500, ExporterBurst: 1000, ReportingInstance: "demo",
 	}
-	var got map[string]any
-	require.NoError(t, yaml.Unmarshal([]byte(c.render()), &got), c.render())
+	got := merged(t, c)
 	recv := got["receivers"].(map[string]any)["k8sevents"].(map[string]any)
 	assert.Equal(t, `/tmp/a "b"/kubeconfig`, recv["kubeconfig"])
+	assert.Equal(t, "kubeConfig", recv["auth_type"])
 	assert.Equal(t, "reportingComponent!=k8sevents.io/demo", recv["field_selector"])
 	assert.Equal(t, "all", recv["initial"])
 	assert.Equal(t, []any{"storm-crashloop", "storm-cronjob"}, recv["namespaces"])
 	assert.NotContains(t, recv, "context")
+	// The mirror's leader election and storage are taken out.
+	assert.Nil(t, recv["storage"])
+	assert.Nil(t, recv["k8s_leader_elector"])
 	proc := got["processors"].(map[string]any)["eventseries"].(map[string]any)
 	assert.Equal(t, "9s", proc["series"].(map[string]any)["finish_after"])
+	assert.Nil(t, proc["storage"])
 	exp := got["exporters"].(map[string]any)["k8sevent"].(map[string]any)
 	assert.Equal(t, controller, exp["reporting_controller"])
 	assert.Equal(t, "/tmp/out", exp["kubeconfig"])
+	assert.Nil(t, exp["sending_queue"].(map[string]any)["storage"])
+	svc := got["service"].(map[string]any)
+	assert.Equal(t, []any{"health_check"}, svc["extensions"])
+	assert.Equal(t, []any{"eventseries"}, svc["pipelines"].(map[string]any)["logs"].(map[string]any)["processors"])
 
 	c.InitialAll, c.Namespaces, c.SourceKubeconfig, c.SourceContext = false, nil, "", "prod"
-	require.NoError(t, yaml.Unmarshal([]byte(c.render()), &got))
+	got = merged(t, c)
 	recv = got["receivers"].(map[string]any)["k8sevents"].(map[string]any)
 	assert.Equal(t, "none", recv["initial"])
 	assert.Equal(t, "prod", recv["context"])
@@ -194,26 +217,9 @@ func TestListingTopByCount(t *testing.T) {
 }
 
 func TestLiveView(t *testing.T) {
-	m, err := collectorproc.ParseMetrics(strings.NewReader(`
-otelcol_receiver_k8sevents_events_received_total{type="added"} 10
-otelcol_receiver_k8sevents_events_received_total{type="modified"} 90
-otelcol_receiver_k8sevents_events_received_total{type="bookmark"} 3
-otelcol_processor_eventseries_occurrences_total 100
-otelcol_processor_eventseries_records_out_total{state="singleton"} 7
-otelcol_processor_eventseries_records_out_total{state="started"} 3
-otelcol_processor_eventseries_compressed_total 90
-otelcol_processor_eventseries_spam_dropped_total 2
-otelcol_processor_eventseries_series_finished_total 1
-otelcol_processor_eventseries_open_entries 9
-otelcol_exporter_k8sevent_writes_total{outcome="created"} 7
-otelcol_exporter_k8sevent_writes_total{outcome="patched"} 3
-otelcol_exporter_k8sevent_writes_total{outcome="stale"} 1
-otelcol_exporter_k8sevent_writes_total{outcome="unchanged"} 5
-otelcol_exporter_k8sevent_retryable_failures_total{reason="throttled"} 4
-`))
-	require.NoError(t, err)
-	v := readView(m)
-	assert.Equal(t, pipelineView{Received: 100, Occurrences: 100, RecordsOut: 10, Compressed: 90, Suppressed: 2, Finished: 1, Open: 9, Writes: 10, Failed: 4}, v)
+	// collectorproc.TestPipelineReadsTheBinarysNames reads the metrics.
+	v := pipelineView{Received: 100, Occurrences: 100, RecordsOut: 10, Compressed: 90, Suppressed: 2, Finished: 1, Open: 9,
+		Writes: 10, Done: 16, PermanentFailures: 1, RetryableFailures: 3}
 	line := liveLine(12*time.Second, &stormsend.Stats{Occurrences: 1234, Writes: 1234}, v)
 	assert.Equal(t, "  12s storm 1,234 occ (1,234 writes) | seen 100 occ | out 10 records (90 folded, 2 suppressed, 1 finished, 9 open) | writes 10 (4 failed)", line)
 	assert.NotContains(t, liveLine(time.Second, nil, pipelineView{}), "storm")

@@ -13,42 +13,7 @@ import (
 )
 
 // pipelineView is what the live view shows of the collector's own metrics.
-type pipelineView struct {
-	Received    float64 // watch events and listed Events the receiver got
-	Occurrences float64 // occurrences the processor counted
-	RecordsOut  float64 // records it emitted (each is one write)
-	Compressed  float64 // occurrences folded into a series without a record
-	Suppressed  float64 // records the spam filter held back
-	Finished    float64 // series that ended
-	Open        float64 // series (and singletons) still in the cache
-	Writes      float64 // Event creates and patches by the exporter
-	Failed      float64 // permanent and retried write failures
-}
-
-// metric sums a counter as the Prometheus endpoint names it (with the
-// _total suffix) or as a gauge (without).
-func metric(m collectorproc.Metrics, name string, labels ...string) float64 {
-	return m.Sum(name+"_total", labels...) + m.Sum(name, labels...)
-}
-
-func readView(m collectorproc.Metrics) pipelineView {
-	const (
-		recv = "otelcol_receiver_k8sevents_events_received"
-		proc = "otelcol_processor_eventseries_"
-		exp  = "otelcol_exporter_k8sevent_"
-	)
-	return pipelineView{
-		Received:    metric(m, recv, "type=added") + metric(m, recv, "type=modified") + metric(m, recv, "type=listed"),
-		Occurrences: metric(m, proc+"occurrences"),
-		RecordsOut:  metric(m, proc+"records_out"),
-		Compressed:  metric(m, proc+"compressed"),
-		Suppressed:  metric(m, proc+"spam_dropped"),
-		Finished:    metric(m, proc+"series_finished"),
-		Open:        metric(m, proc+"open_entries"),
-		Writes:      metric(m, exp+"writes") - metric(m, exp+"writes", "outcome=stale") - metric(m, exp+"writes", "outcome=unchanged"),
-		Failed:      metric(m, exp+"permanent_failures") + metric(m, exp+"retryable_failures"),
-	}
-}
+type pipelineView = collectorproc.Pipeline
 
 // num prints a count with thousands separators.
 func num[T int | int64 | float64](v T) string {
@@ -79,8 +44,8 @@ func liveLine(elapsed time.Duration, storm *stormsend.Stats, v pipelineView) str
 	}
 	s += fmt.Sprintf("seen %s occ | out %s records (%s folded, %s suppressed, %s finished, %s open) | writes %s",
 		num(v.Occurrences), num(v.RecordsOut), num(v.Compressed), num(v.Suppressed), num(v.Finished), num(v.Open), num(v.Writes))
-	if v.Failed > 0 {
-		s += fmt.Sprintf(" (%s failed)", num(v.Failed))
+	if failed := v.PermanentFailures + v.RetryableFailures; failed > 0 {
+		s += fmt.Sprintf(" (%s failed)", num(failed))
 	}
 	return s
 }
@@ -116,7 +81,7 @@ func startLive(ctx context.Context, mode liveMode, out io.Writer, col *collector
 			if err != nil {
 				continue // not up yet, or stopping: the next tick tries again
 			}
-			v := readView(m)
+			v := m.Pipeline()
 			l.mu.Lock()
 			l.view = v
 			line := liveLine(time.Since(started), storm(), v)

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"io"
 	"sort"
@@ -10,7 +12,9 @@ import (
 	"unicode/utf8"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/duration"
+	"k8s.io/client-go/kubernetes"
 
 	"github.com/k8sevents/otel-k8sevents/internal/k8sevent"
 )
@@ -211,4 +215,82 @@ func formatListing(w io.Writer, events []outputEvent, now time.Time, n int) {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s\n", e.Namespace, seen, e.Type, e.Reason, e.Object, e.Count, truncate(e.Message, maxMessage))
 	}
 	tw.Flush()
+}
+
+// settle stops the collector (it flushes what is open), waits for its last
+// writes, lists what it wrote and reports.
+func (d *demo) settle(ctx context.Context, storms map[string]sent) (*result, error) {
+	d.lv.stop()
+	last := d.lv.latest()
+	if m, err := d.col.Metrics(ctx, d.metricsURL); err == nil {
+		last = m.Pipeline() // fresher than the live view's, up to a second old
+	}
+	d.say("Stopping the collector (SIGTERM: the processor flushes what is still open, the exporter's queue drains) ...")
+	if err := d.stopCollector(); err != nil {
+		return nil, err
+	}
+	d.writes.waitQuiet(ctx, 2*time.Second, 20*time.Second)
+	d.writes.stop()
+	byObject, _, werr := d.writes.snapshot()
+	if werr != nil {
+		d.say("warning: %v (the write counts may be low)", werr)
+	}
+	events, err := listOutput(ctx, d.localCS)
+	if err != nil {
+		return nil, err
+	}
+	idx := scenarioIndex(d.scs)
+	outs := make([]outputEvent, len(events))
+	for i := range events {
+		outs[i] = toOutput(&events[i], idx, byObject)
+	}
+	order := make([]string, len(d.scs))
+	for i, sc := range d.scs {
+		order[i] = sc.Name
+	}
+	res := &result{Rows: buildRows(order, storms, outs), Events: outs, Metrics: last}
+	d.report(res)
+	return res, nil
+}
+
+// report prints the before/after table, the count check and the listing.
+func (d *demo) report(res *result) {
+	d.say("")
+	d.say("Before/after: API writes an emitter without compression makes (one per occurrence) vs the pipeline's")
+	d.say("(creates and patches that changed one of its Events, counted by watching them), after %s:", time.Since(d.started).Round(time.Second))
+	d.say("")
+	formatTable(d.out, res.Rows)
+	var counted int64
+	for _, r := range res.Rows {
+		counted += r.Counted
+	}
+	last := res.Metrics
+	d.say("  all: the processor counted %s occurrences; the output's counts sum to %s", num(last.Occurrences), num(counted))
+	if byWatch := totalWrites(res.Rows); last.Writes > float64(byWatch) {
+		d.say("")
+		d.say("The exporter made %s write requests (its metric); the other %s were patches that changed nothing,",
+			num(last.Writes), num(last.Writes-float64(byWatch)))
+		d.say("which the API server answers without storing anything.")
+	}
+	d.say("")
+	d.say("The pipeline's Events, top %d by count (of %d):", d.o.top, len(res.Events))
+	formatListing(d.out, res.Events, time.Now(), d.o.top)
+}
+
+// listOutput lists every Event the pipeline wrote, page by page.
+func listOutput(ctx context.Context, cs kubernetes.Interface) ([]corev1.Event, error) {
+	var out []corev1.Event
+	opts := metav1.ListOptions{FieldSelector: outputSelector, Limit: 500}
+	for range 10000 { // bounded: 5M Events
+		list, err := cs.CoreV1().Events("").List(ctx, opts)
+		if err != nil {
+			return nil, fmt.Errorf("list the pipeline's events: %w", err)
+		}
+		out = append(out, list.Items...)
+		if list.Continue == "" {
+			return out, nil
+		}
+		opts.Continue = list.Continue
+	}
+	return nil, errors.New("list the pipeline's events: too many pages")
 }

@@ -10,13 +10,13 @@ import (
 	"strings"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 
+	"github.com/k8sevents/otel-k8sevents/internal/ctxwait"
+	"github.com/k8sevents/otel-k8sevents/internal/harness/childproc"
 	"github.com/k8sevents/otel-k8sevents/internal/harness/collectorproc"
 	"github.com/k8sevents/otel-k8sevents/internal/harness/kubelocal"
-	"github.com/k8sevents/otel-k8sevents/internal/harness/storm"
 	"github.com/k8sevents/otel-k8sevents/internal/harness/stormsend"
 	"github.com/k8sevents/otel-k8sevents/internal/k8sclient"
 )
@@ -54,294 +54,289 @@ func run(ctx context.Context, o options, out io.Writer) (*result, error) {
 	return res, err
 }
 
-func runDemo(ctx context.Context, o options, out io.Writer) (*result, error) {
-	started := time.Now()
-	say := func(format string, args ...any) { fmt.Fprintf(out, format+"\n", args...) }
+// demo is one run: what each phase started, for the phases after it, and
+// what stop undoes.
+type demo struct {
+	o       options
+	out     io.Writer
+	started time.Time
+	scs     []scenario
+	undo    []func() // in the order things were started; stop runs them backwards
 
-	if _, err := os.Stat(o.collector); err != nil {
-		return nil, fmt.Errorf("collector binary: %w (make otelcol builds it)", err)
+	tmp             string
+	kc              *kubelocal.Cluster
+	localKubeconfig string
+	localCS         kubernetes.Interface
+	srcCfg          *rest.Config // where the receiver reads and the storm is written
+	srcKubeconfig   string
+	writes          *writeCounter
+	tune            tuning
+	col             *collectorproc.Collector
+	colStopped      bool
+	metricsURL      string
+	lv              *live
+	progress        stormProgress
+}
+
+func (d *demo) say(format string, args ...any) { fmt.Fprintf(d.out, format+"\n", args...) }
+
+// stop undoes everything the phases started, the last started first.
+func (d *demo) stop() {
+	for i := len(d.undo) - 1; i >= 0; i-- {
+		d.undo[i]()
 	}
-	var scs []scenario
-	if o.cluster == "local" || o.write {
-		place := perScenario
-		if o.cluster == "existing" {
-			place = into(demoNamespace)
-		}
-		var err error
-		if scs, err = loadScenarios(o.scenarios, o.window, o.maxEvents, place); err != nil {
+}
+
+// warnUnlessCanceled reports an error from stopping something. After a
+// Ctrl-C in a terminal, the children got the SIGINT too and may have exited
+// with an error of their own: not news.
+func (d *demo) warnUnlessCanceled(ctx context.Context, err error) {
+	if err != nil && ctx.Err() == nil {
+		d.say("warning: %v", err)
+	}
+}
+
+func runDemo(ctx context.Context, o options, out io.Writer) (*result, error) {
+	d := &demo{o: o, out: out, started: time.Now()}
+	defer d.stop()
+	for _, phase := range []func(context.Context) error{d.prepare, d.startCluster, d.openSource, d.startCollector} {
+		if err := phase(ctx); err != nil {
 			return nil, err
 		}
 	}
+	d.announce()
+	storms, err := d.replayOrWatch(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if ctx.Err() != nil {
+		return nil, ctx.Err()
+	}
+	return d.settle(ctx, storms)
+}
 
+// prepare checks the collector binary and loads the storm's scenarios.
+func (d *demo) prepare(context.Context) error {
+	if _, err := os.Stat(d.o.collector); err != nil {
+		return fmt.Errorf("collector binary: %w (make otelcol builds it)", err)
+	}
+	if d.o.cluster == "local" || d.o.write {
+		place := perScenario
+		if d.o.cluster == "existing" {
+			place = into(demoNamespace)
+		}
+		var err error
+		if d.scs, err = loadScenarios(d.o.scenarios, d.o.window, d.o.maxEvents, place); err != nil {
+			return err
+		}
+	}
 	tmp, err := os.MkdirTemp("", "k8sevents-demo-")
 	if err != nil {
-		return nil, fmt.Errorf("temp dir: %w", err)
+		return fmt.Errorf("temp dir: %w", err)
 	}
-	defer func() {
+	d.tmp = tmp
+	d.undo = append(d.undo, func() {
 		if err := os.RemoveAll(tmp); err != nil {
-			say("warning: remove %s: %v", tmp, err)
+			d.say("warning: remove %s: %v", tmp, err)
 		}
-	}()
+	})
+	return nil
+}
 
-	say("Starting etcd and kube-apiserver on 127.0.0.1 (data in %s) ...", tmp)
+// startCluster starts the local etcd and kube-apiserver, where the pipeline
+// writes its output.
+func (d *demo) startCluster(ctx context.Context) error {
+	d.say("Starting etcd and kube-apiserver on 127.0.0.1 (data in %s) ...", d.tmp)
 	var apiFlags []string
-	if o.cluster == "existing" {
+	if d.o.cluster == "existing" {
 		// The output goes to namespaces that exist only in the watched
 		// cluster; without this plugin the local server stores Events in
 		// any namespace.
 		apiFlags = append(apiFlags, "--disable-admission-plugins=NamespaceLifecycle")
 	}
-	kc, err := kubelocal.Start(ctx, kubelocal.Options{BinDir: o.binDir, Dir: filepath.Join(tmp, "kube"), APIServerFlags: apiFlags})
+	kc, err := kubelocal.Start(ctx, kubelocal.Options{BinDir: d.o.binDir, Dir: filepath.Join(d.tmp, "kube"), APIServerFlags: apiFlags})
 	if err != nil {
-		return nil, err
+		return err
 	}
-	defer func() {
-		// After a Ctrl-C in a terminal, the children got the SIGINT too
-		// and may have exited with an error of their own: not news.
-		if err := kc.Stop(); err != nil && ctx.Err() == nil {
-			say("warning: %v", err)
-		}
-	}()
-	localKubeconfig := filepath.Join(tmp, "kubeconfig")
-	if err := kc.WriteKubeconfig(localKubeconfig); err != nil {
-		return nil, err
+	d.kc = kc
+	d.undo = append(d.undo, func() { d.warnUnlessCanceled(ctx, kc.Stop()) })
+	d.localKubeconfig = filepath.Join(d.tmp, "kubeconfig")
+	if err := kc.WriteKubeconfig(d.localKubeconfig); err != nil {
+		return err
 	}
-	localCS, err := kc.Clientset()
+	cs, err := kc.Clientset()
 	if err != nil {
-		return nil, err
+		return err
 	}
-	say("  %s is up; kubeconfig while the demo runs: %s", kc.URL(), localKubeconfig)
+	d.localCS = cs
+	d.say("  %s is up; kubeconfig while the demo runs: %s", kc.URL(), d.localKubeconfig)
+	return nil
+}
 
-	// Where the receiver reads and the storm is written.
-	srcCfg, srcKubeconfig := kc.RESTConfig(), localKubeconfig
-	srcCfg.QPS, srcCfg.Burst = 0, 0 // the storm's pace is its own, not client-go's 100/s
-	if o.cluster == "existing" {
-		src := k8sclient.Config{AuthType: k8sclient.AuthKubeConfig, KubeConfig: o.kubeconfig, Context: o.kubeContext}
-		if srcCfg, err = src.RESTConfig(); err != nil {
-			return nil, err
-		}
-		srcCfg.QPS, srcCfg.Burst = 50, 100 // someone else's API server
-		srcKubeconfig = o.kubeconfig
-		if o.write {
-			say("Existing cluster %s: the receiver watches all namespaces; the storm is written into namespace %s there (-write).", srcCfg.Host, demoNamespace)
-		} else {
-			say("Existing cluster %s: the receiver watches all namespaces, read-only; nothing is written there.", srcCfg.Host)
-		}
-	}
-	if len(scs) > 0 {
-		srcCS, err := kubernetes.NewForConfig(srcCfg)
+// openSource picks the cluster the receiver reads and the storm is written
+// to, creates the storm's namespaces there, and starts counting the
+// pipeline's writes on the local server.
+func (d *demo) openSource(ctx context.Context) error {
+	d.srcCfg, d.srcKubeconfig = d.kc.RESTConfig(), d.localKubeconfig
+	d.srcCfg.QPS, d.srcCfg.Burst = 0, 0 // the storm's pace is its own, not client-go's 100/s
+	if d.o.cluster == "existing" {
+		src := k8sclient.Config{AuthType: k8sclient.AuthKubeConfig, KubeConfig: d.o.kubeconfig, Context: d.o.kubeContext}
+		cfg, err := src.RESTConfig()
 		if err != nil {
-			return nil, fmt.Errorf("client for %s: %w", srcCfg.Host, err)
+			return err
 		}
-		var all []storm.Occurrence
-		for _, sc := range scs {
-			all = append(all, sc.Occs...)
-		}
-		if err := stormsend.EnsureNamespaces(ctx, srcCS, all); err != nil {
-			return nil, err
+		cfg.QPS, cfg.Burst = 50, 100 // someone else's API server
+		d.srcCfg, d.srcKubeconfig = cfg, d.o.kubeconfig
+		if d.o.write {
+			d.say("Existing cluster %s: the receiver watches all namespaces; the storm is written into namespace %s there (-write).", cfg.Host, demoNamespace)
+		} else {
+			d.say("Existing cluster %s: the receiver watches all namespaces, read-only; nothing is written there.", cfg.Host)
 		}
 	}
-
-	writes, err := watchWrites(ctx, localCS)
+	if len(d.scs) > 0 {
+		srcCS, err := kubernetes.NewForConfig(d.srcCfg)
+		if err != nil {
+			return fmt.Errorf("client for %s: %w", d.srcCfg.Host, err)
+		}
+		if err := stormsend.CreateNamespaces(ctx, srcCS, stormNamespaces(d.scs)...); err != nil {
+			return err
+		}
+	}
+	writes, err := watchWrites(ctx, d.localCS)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	defer writes.stop()
+	d.writes = writes
+	d.undo = append(d.undo, writes.stop)
+	return nil
+}
 
-	tune := tuningFor(o.speed)
+// startCollector starts the collector on testdata/config/mirror.yaml and
+// the demo's overlay.
+func (d *demo) startCollector(ctx context.Context) error {
+	d.tune = tuningFor(d.o.speed)
 	cc := collectorConfig{
-		SourceKubeconfig:  srcKubeconfig,
-		SourceContext:     o.kubeContext,
-		InitialAll:        o.cluster == "local", // a fresh server: nothing stored can be missed or foreign
-		OutputKubeconfig:  localKubeconfig,
-		Tuning:            tune,
+		SourceKubeconfig:  d.srcKubeconfig,
+		SourceContext:     d.o.kubeContext,
+		InitialAll:        d.o.cluster == "local", // a fresh server: nothing stored can be missed or foreign
+		OutputKubeconfig:  d.localKubeconfig,
+		Tuning:            d.tune,
 		ExporterQPS:       500,
 		ExporterBurst:     1000,
 		ReportingInstance: "k8sevents-demo",
 	}
-	if o.cluster == "local" {
-		cc.Namespaces = stormNamespaces(scs)
+	if d.o.cluster == "local" {
+		cc.Namespaces = stormNamespaces(d.scs)
 	}
-	if cc.HealthPort, err = collectorproc.FreePort(); err != nil {
-		return nil, err
+	var err error
+	if cc.HealthPort, err = childproc.FreePort(); err != nil {
+		return err
 	}
-	if cc.MetricsPort, err = collectorproc.FreePort(); err != nil {
-		return nil, err
+	if cc.MetricsPort, err = childproc.FreePort(cc.HealthPort); err != nil {
+		return err
 	}
-	say("Starting the collector %s: k8sevents -> eventseries (series end after %s idle, heartbeat %s, spam filter %.3g/s; the defaults divided by -speed %g) -> k8sevent + debug ...",
-		o.collector, tune.FinishAfter, tune.Heartbeat, tune.SpamQPS, o.speed)
+	root, err := childproc.ModuleRoot()
+	if err != nil {
+		return err
+	}
+	base, overlay, err := cc.files(root)
+	if err != nil {
+		return err
+	}
+	d.say("Starting the collector %s: k8sevents -> eventseries (series end after %s idle, heartbeat %s, spam filter %.3g/s; the defaults divided by -speed %g) -> k8sevent + debug ...",
+		d.o.collector, d.tune.FinishAfter, d.tune.Heartbeat, d.tune.SpamQPS, d.o.speed)
 	col, err := collectorproc.Start(ctx, collectorproc.Options{
-		Binary:    o.collector,
-		Config:    cc.render(),
-		Dir:       filepath.Join(tmp, "collector"),
+		Binary:    d.o.collector,
+		Config:    base,
+		Overlays:  []string{overlay},
+		Dir:       filepath.Join(d.tmp, "collector"),
 		HealthURL: fmt.Sprintf("http://127.0.0.1:%d/", cc.HealthPort),
 	})
 	if err != nil {
-		return nil, err
+		return err
 	}
-	colStopped := false
-	stopCollector := func() error {
-		if colStopped {
-			return nil
-		}
-		colStopped = true
-		return col.Stop(time.Minute)
-	}
-	defer func() {
-		if err := stopCollector(); err != nil && ctx.Err() == nil {
-			say("warning: %v", err)
-		}
-	}()
-	metricsURL := fmt.Sprintf("http://127.0.0.1:%d/metrics", cc.MetricsPort)
-	say("  collector log: %s; its metrics: %s", col.LogPath(), metricsURL)
-	say("")
-	if o.cluster == "local" {
-		say("The pipeline writes its Events next to the storm's, in the same namespaces (an Event lives in its")
-		say("regarding object's namespace); they are told apart by reportingController %s,", controller)
-		say("which the receiver's field selector leaves out. While the demo runs:")
-	} else {
-		say("The pipeline writes its Events (reportingController %s) into the local API server only, in the", controller)
-		say("namespaces they have in the watched cluster. While the demo runs:")
-	}
-	say("  KUBECONFIG=%s kubectl get events -A --field-selector %s", localKubeconfig, outputSelector)
-	say("")
+	d.col = col
+	d.undo = append(d.undo, func() { d.warnUnlessCanceled(ctx, d.stopCollector()) })
+	d.metricsURL = fmt.Sprintf("http://127.0.0.1:%d/metrics", cc.MetricsPort)
+	d.say("  collector log: %s; its metrics: %s", col.LogPath(), d.metricsURL)
+	return nil
+}
 
-	var progress stormProgress
-	lv := startLive(ctx, o.live, out, col, metricsURL, started, func() *stormsend.Stats {
-		if len(scs) == 0 {
+func (d *demo) stopCollector() error {
+	if d.colStopped {
+		return nil
+	}
+	d.colStopped = true
+	return d.col.Stop(time.Minute)
+}
+
+// announce says where the output goes and starts the live view.
+func (d *demo) announce() {
+	d.say("")
+	if d.o.cluster == "local" {
+		d.say("The pipeline writes its Events next to the storm's, in the same namespaces (an Event lives in its")
+		d.say("regarding object's namespace); they are told apart by reportingController %s,", controller)
+		d.say("which the receiver's field selector leaves out. While the demo runs:")
+	} else {
+		d.say("The pipeline writes its Events (reportingController %s) into the local API server only, in the", controller)
+		d.say("namespaces they have in the watched cluster. While the demo runs:")
+	}
+	d.say("  KUBECONFIG=%s kubectl get events -A --field-selector %s", d.localKubeconfig, outputSelector)
+	d.say("")
+}
+
+// replayOrWatch replays the storm and waits for the pipeline to take it
+// in, or, with no storm, watches the existing cluster for -watch-for.
+func (d *demo) replayOrWatch(ctx context.Context) (map[string]sent, error) {
+	d.lv = startLive(ctx, d.o.live, d.out, d.col, d.metricsURL, d.started, func() *stormsend.Stats {
+		if len(d.scs) == 0 {
 			return nil
 		}
-		st := progress.total()
+		st := d.progress.total()
 		return &st
 	})
-	defer lv.stop()
-
-	storms := map[string]sent{}
-	if len(scs) > 0 {
-		if o.cluster == "existing" {
-			// initial: none watches from the receiver's first list on; give
-			// it time to be made before the storm starts.
-			if err := sleepCtx(ctx, 3*time.Second); err != nil {
-				return nil, err
-			}
-		}
-		total := 0
-		for _, sc := range scs {
-			total += len(sc.Occs)
-		}
-		lv.printf("Replaying %s occurrences of %s at %gx as an emitter without compression writes them: one API write each.",
-			num(total), strings.Join(o.scenarios, ", "), o.speed)
-		remaining := time.Until(deadlineOf(ctx)) - time.Minute // room for the finish and the report
-		if remaining <= 0 {
-			return nil, errors.New("-max-duration leaves no time for the storm")
-		}
-		stats, err := runStorm(ctx, srcCfg, scs, o.speed, remaining, &progress)
-		if ctx.Err() != nil {
-			return nil, ctx.Err()
-		}
-		if err != nil {
-			lv.printf("warning: the storm lost occurrences (the count check will show it): %v", err)
-		}
-		sentTotal := 0
-		for name, st := range stats {
-			storms[name] = sent{Occurrences: int64(st.Occurrences), Writes: st.Writes}
-			sentTotal += st.Occurrences
-		}
-		lv.printf("Storm done. Waiting for the receiver to see all %s occurrences and for open series to finish (%s idle) ...", num(sentTotal), tune.FinishAfter)
-		lv.waitFor(ctx, 90*time.Second, func(v pipelineView) bool { return v.Occurrences >= float64(sentTotal) })
-		lv.waitFor(ctx, tune.FinishAfter+45*time.Second, func(v pipelineView) bool {
-			return v.Occurrences >= float64(sentTotal) && v.Open == 0
-		})
-	} else {
-		d := min(o.watchFor, time.Until(deadlineOf(ctx))-time.Minute) // room for the report
-		lv.printf("Watching for %s ...", d.Round(time.Second))
-		if err := sleepCtx(ctx, d); err != nil {
+	d.undo = append(d.undo, d.lv.stop)
+	if len(d.scs) == 0 {
+		wait := min(d.o.watchFor, time.Until(deadlineOf(ctx))-time.Minute) // room for the report
+		d.lv.printf("Watching for %s ...", wait.Round(time.Second))
+		return map[string]sent{}, ctxwait.Sleep(ctx, wait)
+	}
+	if d.o.cluster == "existing" {
+		// initial: none watches from the receiver's first list on; give
+		// it time to be made before the storm starts.
+		if err := ctxwait.Sleep(ctx, 3*time.Second); err != nil {
 			return nil, err
 		}
 	}
+	total := 0
+	for _, sc := range d.scs {
+		total += len(sc.Occs)
+	}
+	d.lv.printf("Replaying %s occurrences of %s at %gx as an emitter without compression writes them: one API write each.",
+		num(total), strings.Join(d.o.scenarios, ", "), d.o.speed)
+	remaining := time.Until(deadlineOf(ctx)) - time.Minute // room for the finish and the report
+	if remaining <= 0 {
+		return nil, errors.New("-max-duration leaves no time for the storm")
+	}
+	stats, err := runStorm(ctx, d.srcCfg, d.scs, d.o.speed, remaining, &d.progress)
 	if ctx.Err() != nil {
 		return nil, ctx.Err()
 	}
-	lv.stop()
-	last := lv.latest()
-	if m, err := col.Metrics(ctx, metricsURL); err == nil {
-		last = readView(m) // fresher than the live view's, up to a second old
-	}
-
-	say("Stopping the collector (SIGTERM: the processor flushes what is still open, the exporter's queue drains) ...")
-	if err := stopCollector(); err != nil {
-		return nil, err
-	}
-	writes.waitQuiet(ctx, 2*time.Second, 20*time.Second)
-	writes.stop()
-	byObject, _, werr := writes.snapshot()
-	if werr != nil {
-		say("warning: %v (the write counts may be low)", werr)
-	}
-	events, err := listOutput(ctx, localCS)
 	if err != nil {
-		return nil, err
+		d.lv.printf("warning: the storm lost occurrences (the count check will show it): %v", err)
 	}
-	idx := scenarioIndex(scs)
-	outs := make([]outputEvent, len(events))
-	for i := range events {
-		outs[i] = toOutput(&events[i], idx, byObject)
+	storms := map[string]sent{}
+	sentTotal := 0
+	for name, st := range stats {
+		storms[name] = sent{Occurrences: int64(st.Occurrences), Writes: st.Writes}
+		sentTotal += st.Occurrences
 	}
-	order := make([]string, len(scs))
-	for i, sc := range scs {
-		order[i] = sc.Name
-	}
-	res := &result{Rows: buildRows(order, storms, outs), Events: outs, Metrics: last}
-
-	say("")
-	say("Before/after: API writes an emitter without compression makes (one per occurrence) vs the pipeline's")
-	say("(creates and patches that changed one of its Events, counted by watching them), after %s:", time.Since(started).Round(time.Second))
-	say("")
-	formatTable(out, res.Rows)
-	var counted int64
-	for _, r := range res.Rows {
-		counted += r.Counted
-	}
-	say("  all: the processor counted %s occurrences; the output's counts sum to %s", num(last.Occurrences), num(counted))
-	if byWatch := totalWrites(res.Rows); last.Writes > float64(byWatch) {
-		say("")
-		say("The exporter made %s write requests (its metric); the other %s were patches that changed nothing,",
-			num(last.Writes), num(last.Writes-float64(byWatch)))
-		say("which the API server answers without storing anything.")
-	}
-	say("")
-	say("The pipeline's Events, top %d by count (of %d):", o.top, len(outs))
-	formatListing(out, outs, time.Now(), o.top)
-	return res, nil
-}
-
-// listOutput lists every Event the pipeline wrote, page by page.
-func listOutput(ctx context.Context, cs kubernetes.Interface) ([]corev1.Event, error) {
-	var out []corev1.Event
-	opts := metav1.ListOptions{FieldSelector: outputSelector, Limit: 500}
-	for range 10000 { // bounded: 5M Events
-		list, err := cs.CoreV1().Events("").List(ctx, opts)
-		if err != nil {
-			return nil, fmt.Errorf("list the pipeline's events: %w", err)
-		}
-		out = append(out, list.Items...)
-		if list.Continue == "" {
-			return out, nil
-		}
-		opts.Continue = list.Continue
-	}
-	return nil, errors.New("list the pipeline's events: too many pages")
-}
-
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
+	d.lv.printf("Storm done. Waiting for the receiver to see all %s occurrences and for open series to finish (%s idle) ...", num(sentTotal), d.tune.FinishAfter)
+	d.lv.waitFor(ctx, 90*time.Second, func(v pipelineView) bool { return v.Occurrences >= float64(sentTotal) })
+	d.lv.waitFor(ctx, d.tune.FinishAfter+45*time.Second, func(v pipelineView) bool {
+		return v.Occurrences >= float64(sentTotal) && v.Open == 0
+	})
+	return storms, nil
 }
 
 func deadlineOf(ctx context.Context) time.Time {

@@ -126,8 +126,8 @@ func TestDemoExistingWrite(t *testing.T) {
 	assert.NotEmpty(t, storm.Items, "the storm is not in %s", demoNamespace)
 }
 
-// TestRenderedConfigValidates checks the generated configuration against the
-// components built into the collector.
+// TestRenderedConfigValidates checks the configuration (the mirror and the
+// demo's overlay) against the components built into the collector.
 func TestRenderedConfigValidates(t *testing.T) {
 	_, collector := binaries(t)
 	dir := t.TempDir()
@@ -137,11 +137,14 @@ func TestRenderedConfigValidates(t *testing.T) {
 	} {
 		c.OutputKubeconfig, c.HealthPort, c.MetricsPort = "/nonexistent/out", 13133, 8888
 		c.Tuning, c.ExporterQPS, c.ExporterBurst, c.ReportingInstance = tuningFor(40), 500, 1000, "demo"
-		path := filepath.Join(dir, "config.yaml")
-		require.NoError(t, os.WriteFile(path, []byte(c.render()), 0o600))
-		cmd := exec.Command(collector, "validate", "--config", path)
+		base, overlay, err := c.files("../..")
+		require.NoError(t, err)
+		basePath, overlayPath := filepath.Join(dir, "base.yaml"), filepath.Join(dir, "overlay.yaml")
+		require.NoError(t, os.WriteFile(basePath, []byte(base), 0o600))
+		require.NoError(t, os.WriteFile(overlayPath, []byte(overlay), 0o600))
+		cmd := exec.Command(collector, "validate", "--config", basePath, "--config", overlayPath)
 		b, err := cmd.CombinedOutput()
-		assert.NoError(t, err, "config %d:\n%s\n%s", i, c.render(), b)
+		assert.NoError(t, err, "config %d:\n%s\n%s", i, overlay, b)
 	}
 }
 

@@ -127,19 +127,11 @@ func scenarioIndex(scs []scenario) map[objectKey]string {
 
 // stormNamespaces lists the namespaces the storm's Events live in.
 func stormNamespaces(scs []scenario) []string {
-	set := map[string]bool{}
-	for _, sc := range scs {
-		for i := range sc.Occs {
-			ev := sc.Occs[i].Event()
-			set[ev.ObjectNamespace()] = true
-		}
+	storms := make([][]storm.Occurrence, len(scs))
+	for i, sc := range scs {
+		storms[i] = sc.Occs
 	}
-	out := make([]string, 0, len(set))
-	for ns := range set {
-		out = append(out, ns)
-	}
-	sort.Strings(out)
-	return out
+	return storm.Namespaces(storms...)
 }
 
 // stormProgress is what each scenario's replay reported last, for the live

@@ -2,14 +2,10 @@ package k8seventsreceiver
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
-	"net/http/httputil"
-	"net/url"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
@@ -22,97 +18,27 @@ import (
 	"go.opentelemetry.io/collector/pdata/plog"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
+	"github.com/k8sevents/otel-k8sevents/internal/harness/faultproxy"
 	"github.com/k8sevents/otel-k8sevents/internal/k8sevent"
 )
 
-// apiProxy stands between a client and the real API server on loopback
-// and injects faults there, not in the code under test.
-type apiProxy struct {
-	url string
-
-	failContinue atomic.Bool // lists that go on from a continue token get a 500
-	stallWatches atomic.Bool // watches get their headers, then nothing: a dead connection
-	refuseAll    atomic.Bool // every request gets a 503: the API server is unreachable
-
-	refused atomic.Int64 // requests answered with an injected error
-	stalled atomic.Int64 // watches stalled
-}
-
-func newAPIProxy(t *testing.T, r *rig) *apiProxy {
+// newProxy puts a faultproxy in front of the rig's API server: faults are
+// its rules, injected there and not in the code under test.
+func newProxy(t *testing.T, r *rig) *faultproxy.Proxy {
 	t.Helper()
-	target, err := url.Parse(r.srv.URL())
+	p, err := faultproxy.NewForREST(r.srv.RESTConfig())
 	require.NoError(t, err)
-	transport, err := rest.TransportFor(r.srv.RESTConfig()) // TLS and the admin token
-	require.NoError(t, err)
-	rp := httputil.NewSingleHostReverseProxy(target)
-	rp.Transport, rp.FlushInterval = transport, -1 // watches stream
-
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	p := &apiProxy{url: "http://" + ln.Addr().String()}
-	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-		p.serve(w, req, rp)
-	}), ReadHeaderTimeout: 10 * time.Second}
-	go func() { _ = srv.Serve(ln) }()
-	t.Cleanup(func() { _ = srv.Close() })
+	t.Cleanup(func() { _ = p.Close() })
 	return p
 }
 
-func (p *apiProxy) serve(w http.ResponseWriter, req *http.Request, upstream http.Handler) {
-	q := req.URL.Query()
-	switch {
-	case p.refuseAll.Load():
-		p.refused.Add(1)
-		writeStatus(w, http.StatusServiceUnavailable, metav1.StatusReasonServiceUnavailable)
-	case p.failContinue.Load() && q.Get("continue") != "":
-		p.refused.Add(1)
-		writeStatus(w, http.StatusInternalServerError, metav1.StatusReasonInternalError)
-	case p.stallWatches.Load() && q.Get("watch") == "true":
-		p.stalled.Add(1)
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(http.StatusOK)
-		http.NewResponseController(w).Flush() //nolint:errcheck // a test server: the client sees the headers or fails
-		<-req.Context().Done()
-	default:
-		upstream.ServeHTTP(w, req)
-	}
-}
-
-func writeStatus(w http.ResponseWriter, code int, reason metav1.StatusReason) {
-	b, _ := json.Marshal(metav1.Status{
-		TypeMeta: metav1.TypeMeta{Kind: "Status", APIVersion: "v1"},
-		Status:   metav1.StatusFailure, Reason: reason, Code: int32(code), Message: "injected by the test proxy",
-	})
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(code)
-	_, _ = w.Write(b)
-}
-
-// client is a clientset that goes through the proxy.
-func (p *apiProxy) client(t *testing.T) kubernetes.Interface {
+// proxyKubeconfig writes a kubeconfig for the proxy (no credentials: the
+// proxy adds them) and returns its path.
+func proxyKubeconfig(t *testing.T, p *faultproxy.Proxy) string {
 	t.Helper()
-	noProxy := func(*http.Request) (*url.URL, error) { return nil, nil } // and a transport of its own, not http.DefaultTransport
-	cs, err := kubernetes.NewForConfig(&rest.Config{Host: p.url, QPS: 100, Burst: 200, Proxy: noProxy})
-	require.NoError(t, err)
-	return cs
-}
-
-// kubeconfig writes a kubeconfig for the proxy (no credentials: the proxy
-// adds them) and returns its path.
-func (p *apiProxy) kubeconfig(t *testing.T) string {
-	t.Helper()
-	cfg := clientcmdapi.NewConfig()
-	cfg.Clusters["proxy"] = &clientcmdapi.Cluster{Server: p.url}
-	cfg.AuthInfos["proxy"] = &clientcmdapi.AuthInfo{}
-	cfg.Contexts["proxy"] = &clientcmdapi.Context{Cluster: "proxy", AuthInfo: "proxy"}
-	cfg.CurrentContext = "proxy"
 	path := filepath.Join(t.TempDir(), "kubeconfig")
-	require.NoError(t, clientcmd.WriteToFile(*cfg, path))
+	require.NoError(t, p.WriteKubeconfig(path))
 	return path
 }
 

@@ -50,27 +50,22 @@ func (h host) GetExtensions() map[component.ID]component.Component { return h }
 // start runs a receiver built by the factory into a sink until the test ends.
 func (r *rig) start(t *testing.T, h host, mutate func(*Config)) (*k8seventsReceiver, *consumertest.LogsSink) {
 	t.Helper()
-	return r.startWithHost(t, h, nil, mutate)
+	sink := new(consumertest.LogsSink)
+	return r.startInto(t, h, r.kubeconfig, sink, mutate), sink
 }
 
-// startWith runs a receiver that uses the given client (another user).
-func (r *rig) startWith(t *testing.T, client kubernetes.Interface, mutate func(*Config)) (*k8seventsReceiver, *consumertest.LogsSink) {
-	t.Helper()
-	return r.startWithHost(t, host{}, client, mutate)
-}
-
-func (r *rig) startWithHost(t *testing.T, h host, client kubernetes.Interface, mutate func(*Config)) (*k8seventsReceiver, *consumertest.LogsSink) {
+// startWith runs a receiver on another kubeconfig (another user, a proxy).
+func (r *rig) startWith(t *testing.T, kubeconfig string, mutate func(*Config)) (*k8seventsReceiver, *consumertest.LogsSink) {
 	t.Helper()
 	sink := new(consumertest.LogsSink)
-	return r.startInto(t, h, client, sink, mutate), sink
+	return r.startInto(t, host{}, kubeconfig, sink, mutate), sink
 }
 
-// startInto runs a receiver that emits into next; client nil: its own, from
-// the rig's kubeconfig.
-func (r *rig) startInto(t *testing.T, h host, client kubernetes.Interface, next consumer.Logs, mutate func(*Config)) *k8seventsReceiver {
+// startInto runs a receiver on kubeconfig that emits into next.
+func (r *rig) startInto(t *testing.T, h host, kubeconfig string, next consumer.Logs, mutate func(*Config)) *k8seventsReceiver {
 	t.Helper()
 	cfg := createDefaultConfig()
-	cfg.Config = k8sclient.Config{AuthType: k8sclient.AuthKubeConfig, KubeConfig: r.kubeconfig}
+	cfg.Config = k8sclient.Config{AuthType: k8sclient.AuthKubeConfig, KubeConfig: kubeconfig}
 	if mutate != nil {
 		mutate(cfg)
 	}
@@ -82,9 +77,6 @@ func (r *rig) startInto(t *testing.T, h host, client kubernetes.Interface, next 
 	set.ID = component.NewID(metadata.Type) // stable, as in a collector: the storage client is per ID
 	rcv, err := NewFactory().CreateLogs(context.Background(), set, cfg, next)
 	require.NoError(t, err)
-	if client != nil {
-		rcv.(*k8seventsReceiver).client = client
-	}
 	require.NoError(t, rcv.Start(context.Background(), h))
 	t.Cleanup(func() { require.NoError(t, rcv.Shutdown(context.Background())) })
 	return rcv.(*k8seventsReceiver)
@@ -95,6 +87,22 @@ func (r *rig) startInto(t *testing.T, h host, client kubernetes.Interface, next 
 func watching(t *testing.T, rcv *k8seventsReceiver) {
 	t.Helper()
 	require.Eventually(t, rcv.watching, 30*time.Second, 10*time.Millisecond, "receiver watching")
+}
+
+// watching reports whether the receiver watches, every watch established
+// (the watchers' established flag is there for this).
+func (r *k8seventsReceiver) watching() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.cancel == nil {
+		return false
+	}
+	for _, w := range r.watchers {
+		if !w.established.Load() {
+			return false
+		}
+	}
+	return true
 }
 
 func (r *rig) namespace(t *testing.T, name string) {

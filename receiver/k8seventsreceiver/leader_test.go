@@ -19,6 +19,7 @@ import (
 	"go.opentelemetry.io/collector/extension/xextension/storage"
 	"go.opentelemetry.io/collector/receiver/receivertest"
 
+	"github.com/k8sevents/otel-k8sevents/internal/harness/faultproxy"
 	"github.com/k8sevents/otel-k8sevents/internal/k8sclient"
 	"github.com/k8sevents/otel-k8sevents/internal/k8sevent"
 	"github.com/k8sevents/otel-k8sevents/receiver/k8seventsreceiver/internal/metadata"
@@ -115,7 +116,7 @@ func (c *sharedClient) Close(ctx context.Context) error {
 // candidate is one collector: its leader elector and its receiver.
 type candidate struct {
 	name    string
-	proxy   *apiProxy // between its leader elector and the API server
+	proxy   *faultproxy.Proxy // between its leader elector and the API server
 	elector extension.Extension
 	rcv     *k8seventsReceiver
 	sink    *consumertest.LogsSink
@@ -143,8 +144,8 @@ func TestLeaderElectionOneEmitsThenTakesOver(t *testing.T) {
 	store := &sharedStorage{Extension: fileStorage(t, t.TempDir())[storageID].(storage.Extension)}
 
 	newCandidate := func(name string) *candidate {
-		proxy := newAPIProxy(t, r)
-		t.Setenv("KUBECONFIG", proxy.kubeconfig(t)) // the extension has no kubeconfig path setting
+		proxy := newProxy(t, r)
+		t.Setenv("KUBECONFIG", proxyKubeconfig(t, proxy)) // the extension has no kubeconfig path setting
 		return &candidate{name: name, proxy: proxy, elector: newLeaderElector(t)}
 	}
 	a, b := newCandidate("a"), newCandidate("b")
@@ -172,12 +173,12 @@ func TestLeaderElectionOneEmitsThenTakesOver(t *testing.T) {
 	assert.Empty(t, received(t, follower.sink), "the follower emits nothing")
 	assert.False(t, follower.rcv.watching(), "the follower does not watch")
 
-	follower.proxy.refuseAll.Store(true)
+	cutOff := follower.proxy.Add(faultproxy.Rule{Action: faultproxy.Fail, Code: 503})
 	leader.stop(t)
 	r.createEvents(t, ns, "handover", 10)
 	require.False(t, follower.rcv.watching(), "nobody leads: the follower's elector cannot reach the API server")
 	stopped := time.Now()
-	follower.proxy.refuseAll.Store(false)
+	cutOff.Remove()
 	// A bound for a stuck hand-over, not a measure: it takes about one lease.
 	require.Eventually(t, follower.rcv.watching, 2*leaseDuration+20*time.Second, 20*time.Millisecond,
 		"the follower leads once the lease has expired")

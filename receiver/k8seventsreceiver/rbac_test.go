@@ -2,16 +2,13 @@ package k8seventsreceiver
 
 import (
 	"context"
-	"os"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/k8sevents/otel-k8sevents/internal/harness/kubetest"
@@ -24,26 +21,14 @@ import (
 func TestDeployRBACIsEnoughAndNoMore(t *testing.T) {
 	const user, token = "receiver", "receiver-token"
 	r := newRig(t, kubetest.WithUser(user, token))
-	f, err := os.Open("../../deploy/rbac-receiver.yaml")
-	require.NoError(t, err)
-	defer f.Close()
-	var role rbacv1.ClusterRole
-	require.NoError(t, yaml.NewYAMLOrJSONDecoder(f, 4096).Decode(&role))
+	r.srv.GrantRole(t, "../../deploy/rbac-receiver.yaml", user, "")
 	ctx := context.Background()
-	_, err = r.cs.RbacV1().ClusterRoles().Create(ctx, &role, metav1.CreateOptions{})
-	require.NoError(t, err)
-	_, err = r.cs.RbacV1().ClusterRoleBindings().Create(ctx, &rbacv1.ClusterRoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: "receiver"},
-		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name},
-		Subjects:   []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: user}},
-	}, metav1.CreateOptions{})
-	require.NoError(t, err)
 	as, err := kubernetes.NewForConfig(r.srv.RESTConfigFor(token))
 	require.NoError(t, err)
 
 	r.namespace(t, "rbac")
 	for _, api := range []string{k8sevent.APICoreV1, k8sevent.APIEventsV1} {
-		rcv, sink := r.startWith(t, as, func(c *Config) { c.API, c.Initial = api, initialAll })
+		rcv, sink := r.startWith(t, r.srv.KubeconfigFor(t, user, token), func(c *Config) { c.API, c.Initial = api, initialAll })
 		watching(t, rcv)
 		r.createEvents(t, "rbac", api[:2], 1)
 		waitReceived(t, sink, 1)

@@ -47,13 +47,11 @@ func newReceiver(set receiver.Settings, cfg *Config, next consumer.Logs) (*k8sev
 }
 
 func (r *k8seventsReceiver) Start(ctx context.Context, host component.Host) error {
-	if r.client == nil {
-		cs, err := r.cfg.Clientset(0, 0)
-		if err != nil {
-			return fmt.Errorf("k8sevents: %w", err)
-		}
-		r.client = cs
+	cs, err := r.cfg.Clientset(0, 0)
+	if err != nil {
+		return fmt.Errorf("k8sevents: %w", err)
 	}
+	r.client = cs
 	if r.cfg.Storage != nil {
 		ext, ok := hostExtension[storage.Extension](host, *r.cfg.Storage)
 		if !ok {
@@ -115,21 +113,6 @@ func (r *k8seventsReceiver) startWatching(ctx context.Context) {
 		}()
 	}
 	r.set.Logger.Info("Watching events", zap.Strings("namespaces", namespaces), zap.String("api", r.cfg.API))
-}
-
-// watching reports whether this receiver watches, every watch established.
-func (r *k8seventsReceiver) watching() bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.cancel == nil {
-		return false
-	}
-	for _, w := range r.watchers {
-		if !w.established.Load() {
-			return false
-		}
-	}
-	return true
 }
 
 // stopWatching stops every watch and waits until each saved its checkpoint.

@@ -9,6 +9,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/k8sevents/otel-k8sevents/internal/harness/faultproxy"
 	"github.com/k8sevents/otel-k8sevents/internal/k8sevent"
 )
 
@@ -119,14 +120,14 @@ func TestOnAPIServer(t *testing.T) {
 		// The proxy keeps the watch open and silent, as a connection that
 		// died without a FIN does; the Event is created then, in the gap.
 		r.namespace(t, "idle")
-		proxy := newAPIProxy(t, r)
-		proxy.stallWatches.Store(true)
-		rcv, sink := r.startWith(t, proxy.client(t), func(c *Config) { c.Namespaces, c.WatchIdleTimeout = []string{"idle"}, time.Second })
+		proxy := newProxy(t, r)
+		stall := proxy.Add(faultproxy.Rule{Query: "watch=true", Action: faultproxy.Stall})
+		rcv, sink := r.startWith(t, proxyKubeconfig(t, proxy), func(c *Config) { c.Namespaces, c.WatchIdleTimeout = []string{"idle"}, time.Second })
 		tel := r.tel
 		watching(t, rcv)
-		require.GreaterOrEqual(t, proxy.stalled.Load(), int64(1), "the watch is silent")
+		require.GreaterOrEqual(t, stall.Acted(), 1, "the watch is silent")
 		r.createEvents(t, "idle", "in-gap", 1)
-		proxy.stallWatches.Store(false)
+		stall.Remove()
 		waitReceived(t, sink, 1)
 		assert.Equal(t, []string{"in-gap-0"}, names(settle(t, sink)))
 		m, err := tel.GetMetric("otelcol_receiver_k8sevents_watch_restarts")

@@ -16,6 +16,7 @@ import (
 	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/k8sevents/otel-k8sevents/internal/harness/faultproxy"
 	"github.com/k8sevents/otel-k8sevents/internal/harness/kubetest"
 	"github.com/k8sevents/otel-k8sevents/internal/k8sevent"
 	"github.com/k8sevents/otel-k8sevents/receiver/k8seventsreceiver/internal/metadatatest"
@@ -99,7 +100,7 @@ func TestStateRelistAfterGoneEmitsChangesOnLaterPages(t *testing.T) {
 	r.compact(t)
 
 	sink := new(consumertest.LogsSink)
-	r.startInto(t, fileStorage(t, g.dir), nil, sink, pagedWithStorage(g.ns))
+	r.startInto(t, fileStorage(t, g.dir), r.kubeconfig, sink, pagedWithStorage(g.ns))
 	tel := r.tel
 	g.create(t, sentinel, time.Now().Truncate(time.Second))
 	got := waitFor(t, sink, sentinel)
@@ -144,7 +145,7 @@ func waitFor(t *testing.T, sink *consumertest.LogsSink, name string) []k8sevent.
 // it emits what the failed relist had not, and nothing it had.
 func TestStateRelistFailingHalfWayGoesOnAfterRestart(t *testing.T) {
 	r := newRig(t, kubetest.WithAPIServerFlags("--watch-cache=false"))
-	proxy := newAPIProxy(t, r)
+	proxy := newProxy(t, r)
 	for _, fault := range []string{"list", "pipeline"} {
 		t.Run(fault+" fails", func(t *testing.T) {
 			g := newGap(t, r, "half-"+fault)
@@ -155,19 +156,23 @@ func TestStateRelistFailingHalfWayGoesOnAfterRestart(t *testing.T) {
 			sink := new(consumertest.LogsSink)
 			pipeline := &refusing{sink: sink, name: "e-17"}
 			pipeline.on.Store(fault == "pipeline")
-			proxy.failContinue.Store(fault == "list")
-			refusedBefore := proxy.refused.Load()
-			second := r.startInto(t, fileStorage(t, g.dir), proxy.client(t), pipeline, pagedWithStorage(g.ns))
+			var pages *faultproxy.Handle // the API server refuses the pages after the first
+			if fault == "list" {
+				pages = proxy.Add(faultproxy.Rule{Query: "continue", Action: faultproxy.Fail, Code: 500})
+			}
+			second := r.startInto(t, fileStorage(t, g.dir), proxyKubeconfig(t, proxy), pipeline, pagedWithStorage(g.ns))
 			require.Eventually(t, func() bool {
-				return sink.LogRecordCount() >= 1 && (pipeline.refused.Load() > 0 || proxy.refused.Load() > refusedBefore)
+				return sink.LogRecordCount() >= 1 && (pipeline.refused.Load() > 0 || pages != nil && pages.Acted() > 0)
 			}, 60*time.Second, 20*time.Millisecond, "page 1 emitted, then the fault")
 			require.NoError(t, second.Shutdown(context.Background()))
 			first := received(t, sink)
 			assert.Equal(t, map[string][]int64{"e-02": {2}}, occurrences(first), "page 1 only")
-			proxy.failContinue.Store(false)
+			if pages != nil {
+				pages.Remove()
+			}
 
 			third := new(consumertest.LogsSink)
-			r.startInto(t, fileStorage(t, g.dir), proxy.client(t), third, pagedWithStorage(g.ns))
+			r.startInto(t, fileStorage(t, g.dir), proxyKubeconfig(t, proxy), third, pagedWithStorage(g.ns))
 			tel := r.tel
 			g.create(t, sentinel, time.Now().Truncate(time.Second))
 			assert.Equal(t, map[string][]int64{"e-17": {2}, sentinel: {1}}, occurrences(waitFor(t, third, sentinel)),
@@ -204,7 +209,7 @@ func TestStateRelistKeepsASecondPrecisionEventAtAMicrosecondWatermark(t *testing
 	r.compact(t)
 
 	again := new(consumertest.LogsSink)
-	r.startInto(t, fileStorage(t, g.dir), nil, again, withStorage(ns))
+	r.startInto(t, fileStorage(t, g.dir), r.kubeconfig, again, withStorage(ns))
 	tel := r.tel
 	g.create(t, sentinel, time.Now().Truncate(time.Second))
 	assert.Equal(t, map[string][]int64{"b-legacy": {1}, sentinel: {1}}, occurrences(waitFor(t, again, sentinel)),

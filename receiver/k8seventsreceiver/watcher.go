@@ -17,6 +17,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
 
+	"github.com/k8sevents/otel-k8sevents/internal/ctxwait"
 	"github.com/k8sevents/otel-k8sevents/internal/k8sevent"
 	"github.com/k8sevents/otel-k8sevents/receiver/k8seventsreceiver/internal/metadata"
 )
@@ -29,15 +30,16 @@ const (
 	recentSize         = 4096
 )
 
-// checkpoints keep a watch's resume state across restarts and leaders.
-type checkpoints interface {
+// checkpointStore keeps the watches' checkpoints across restarts and leaders
+// (a storage extension's client).
+type checkpointStore interface {
 	Get(ctx context.Context, key string) ([]byte, error)
 	Set(ctx context.Context, key string, value []byte) error
 }
 
 // watcher lists and watches the Events of one namespace (or all) and emits
 // one record per ADDED or MODIFIED object: no cache of the objects, only
-// the bounded resume state.
+// its bounded checkpoint.
 type watcher struct {
 	ns            string
 	fieldSelector string
@@ -46,20 +48,20 @@ type watcher struct {
 	next          consumer.Logs
 	logger        *zap.Logger
 	telemetry     *metadata.TelemetryBuilder
-	store         checkpoints // nil: no storage
+	store         checkpointStore // nil: no storage
 	clock         func() time.Time
 
-	state       *resume
+	checkpoint  *checkpoint
 	expired     bool // the resourceVersion is gone (410): list again
 	savedAt     time.Time
-	established atomic.Bool // a watch has been open at least once
+	established atomic.Bool // a watch has been open at least once; read by the tests only (watching)
 }
 
 func (w *watcher) checkpointKey() string { return "checkpoint/" + w.ns }
 
 // run watches until ctx ends, then saves its checkpoint.
 func (w *watcher) run(ctx context.Context) {
-	w.state = newResume(recentSize)
+	w.checkpoint = newCheckpoint(recentSize)
 	w.load(ctx)
 	backoff := time.Second
 	for ctx.Err() == nil {
@@ -73,7 +75,7 @@ func (w *watcher) run(ctx context.Context) {
 		}
 		w.logger.Warn("Watching events failed; retrying", zap.String("namespace", w.ns), zap.Duration("after", backoff), zap.Error(err))
 		w.count(w.telemetry.ReceiverK8seventsWatchRestarts, 1)
-		if !sleep(ctx, backoff) {
+		if ctxwait.Sleep(ctx, backoff) != nil {
 			break
 		}
 		backoff = min(2*backoff, maxBackoff)
@@ -83,13 +85,13 @@ func (w *watcher) run(ctx context.Context) {
 
 // cycle lists when it must, then watches until the watch ends.
 func (w *watcher) cycle(ctx context.Context) error {
-	if w.state.ResourceVersion == "" || w.expired || w.state.Relist != nil { // a relist under way goes on
+	if w.checkpoint.ResourceVersion == "" || w.expired || w.checkpoint.Relist != nil { // a relist under way goes on
 		if err := w.relist(ctx); err != nil {
 			return err
 		}
 	}
 	wi, err := w.api.watch(ctx, w.ns, metav1.ListOptions{
-		FieldSelector: w.fieldSelector, ResourceVersion: w.state.ResourceVersion, AllowWatchBookmarks: true,
+		FieldSelector: w.fieldSelector, ResourceVersion: w.checkpoint.ResourceVersion, AllowWatchBookmarks: true,
 	})
 	if isExpired(err) {
 		w.expired = true
@@ -135,10 +137,10 @@ func (w *watcher) handle(ctx context.Context, e watch.Event) (done bool, err err
 		if err := w.emit(ctx, []listed{item}); err != nil {
 			return true, err
 		}
-		w.state.ResourceVersion = item.resourceVersion
+		w.checkpoint.ResourceVersion = item.resourceVersion
 	case watch.Deleted, watch.Bookmark: // an Event's TTL ran out: nothing occurred
 		if rv := resourceVersionOf(e.Object); rv != "" {
-			w.state.ResourceVersion = rv
+			w.checkpoint.ResourceVersion = rv
 		}
 		if e.Type == watch.Bookmark {
 			w.save(ctx)
@@ -158,13 +160,13 @@ func (w *watcher) handle(ctx context.Context, e watch.Event) (done bool, err err
 }
 
 // relist lists the Events: the first time per the initial setting, after a
-// 410 emitting only what the resume state has not seen. Every page is
+// 410 emitting only what the checkpoint has not seen. Every page is
 // judged against the state from before the relist (lists come in
 // namespace/name order, not in time order); the watermark moves only once
 // the last page is in. A relist that fails goes on, in this run or the
 // next, without emitting again what it emitted.
 func (w *watcher) relist(ctx context.Context) error {
-	fresh := w.state.ResourceVersion == ""
+	fresh := w.checkpoint.ResourceVersion == ""
 	opts := metav1.ListOptions{FieldSelector: w.fieldSelector, Limit: w.cfg.ListPageSize}
 	if fresh && w.cfg.Initial == initialNone {
 		opts.Limit = 1 // only the list's resourceVersion is wanted
@@ -172,7 +174,7 @@ func (w *watcher) relist(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		w.state.ResourceVersion, w.expired = rv, false
+		w.checkpoint.ResourceVersion, w.expired = rv, false
 		w.save(ctx)
 		return nil
 	}
@@ -180,7 +182,7 @@ func (w *watcher) relist(ctx context.Context) error {
 		w.count(w.telemetry.ReceiverK8seventsRelists, 1)
 		w.logger.Info("Watch resourceVersion expired; listing again", zap.String("namespace", w.ns))
 	}
-	w.state.beginRelist()
+	w.checkpoint.beginRelist()
 	for {
 		items, rv, cont, err := w.api.list(ctx, w.ns, opts)
 		if err != nil {
@@ -189,7 +191,7 @@ func (w *watcher) relist(ctx context.Context) error {
 		w.count(w.telemetry.ReceiverK8seventsEventsReceived, int64(len(items)), attribute.String("type", "listed"))
 		out := items[:0]
 		for _, it := range items {
-			if w.state.emitAfterRelist(it.ev.UID, it.resourceVersion, it.ev.Time, fresh) {
+			if w.checkpoint.emitAfterRelist(it.ev.UID, it.resourceVersion, it.ev.Time, fresh) {
 				out = append(out, it)
 			}
 		}
@@ -197,7 +199,7 @@ func (w *watcher) relist(ctx context.Context) error {
 			return err
 		}
 		if cont == "" {
-			w.state.endRelist(rv)
+			w.checkpoint.endRelist(rv)
 			w.expired = false
 			w.save(ctx)
 			return nil
@@ -210,7 +212,7 @@ func (w *watcher) relist(ctx context.Context) error {
 }
 
 // emit sends one record per item and retries until the pipeline takes
-// them (or refuses them for good): the resume state moves on only then.
+// them (or refuses them for good): the checkpoint moves on only then.
 func (w *watcher) emit(ctx context.Context, items []listed) error {
 	if len(items) == 0 {
 		return nil
@@ -236,12 +238,12 @@ func (w *watcher) emit(ctx context.Context, items []listed) error {
 			w.logger.Error("Pipeline refused event records for good; dropped", zap.Int("records", len(items)), zap.Error(err))
 			break
 		}
-		if !sleep(ctx, backoff) {
+		if ctxwait.Sleep(ctx, backoff) != nil {
 			return fmt.Errorf("emit %d event records: %w", len(items), err)
 		}
 	}
 	for i := range items {
-		w.state.emitted(items[i].ev.UID, items[i].resourceVersion, items[i].ev.Time)
+		w.checkpoint.emitted(items[i].ev.UID, items[i].resourceVersion, items[i].ev.Time)
 	}
 	return nil
 }
@@ -252,7 +254,7 @@ func (w *watcher) load(ctx context.Context) {
 	}
 	b, err := w.store.Get(ctx, w.checkpointKey())
 	if err == nil && len(b) > 0 {
-		err = w.state.unmarshal(b)
+		err = w.checkpoint.unmarshal(b)
 	}
 	if err != nil {
 		w.logger.Warn("Cannot read the checkpoint; starting without it", zap.String("namespace", w.ns), zap.Error(err))
@@ -260,11 +262,11 @@ func (w *watcher) load(ctx context.Context) {
 }
 
 func (w *watcher) save(ctx context.Context) {
-	if w.store == nil || !w.state.started() {
+	if w.store == nil || !w.checkpoint.started() {
 		return
 	}
 	w.savedAt = w.clock()
-	b, err := w.state.marshal()
+	b, err := w.checkpoint.marshal()
 	if err == nil {
 		err = w.store.Set(ctx, w.checkpointKey(), b)
 	}
@@ -293,17 +295,5 @@ func typeName(t watch.EventType) string {
 		return "bookmark"
 	default:
 		return "error"
-	}
-}
-
-// sleep waits d unless ctx ends first; it reports whether it waited.
-func sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
 	}
 }

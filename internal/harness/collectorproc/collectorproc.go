@@ -9,7 +9,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -52,19 +51,12 @@ func FindBinary() (string, error) {
 	if b := os.Getenv(BinaryEnv); b != "" {
 		return b, statFile(b)
 	}
-	wd, err := os.Getwd()
+	root, err := childproc.ModuleRoot()
 	if err != nil {
 		return "", fmt.Errorf("find collector binary: %w", err)
 	}
-	for d := wd; ; d = filepath.Dir(d) {
-		if _, err := os.Stat(filepath.Join(d, "go.mod")); err == nil {
-			b := filepath.Join(d, "bin", "otelcol-k8sevents")
-			return b, statFile(b)
-		}
-		if filepath.Dir(d) == d {
-			return "", fmt.Errorf("find collector binary: no go.mod above %s", wd)
-		}
-	}
+	b := filepath.Join(root, "bin", "otelcol-k8sevents")
+	return b, statFile(b)
 }
 
 func statFile(path string) error {
@@ -76,16 +68,6 @@ func statFile(path string) error {
 		return fmt.Errorf("collector binary %s is a directory", path)
 	}
 	return nil
-}
-
-// FreePort returns a TCP port on 127.0.0.1 that is free right now.
-func FreePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, fmt.Errorf("free port: %w", err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
 // Start writes the configuration and starts the collector with it.

@@ -1,10 +1,10 @@
 // Package faultproxy is a fault-injecting reverse proxy for tests: it sits
 // on 127.0.0.1 in front of a real server (a kube-apiserver from
-// internal/harness/kubetest) and, by rules on the HTTP verb, the URL path and the
-// occurrence number of a matching request, answers an error status, 429
-// with or without Retry-After, holds the request until the client gives
-// up, resets the connection, or forwards the request and then drops the
-// answer. Faults are injected in front of the real server, never simulated
+// internal/harness/kubetest) and, by rules on the HTTP verb, the URL path, a
+// query parameter and the occurrence number of a matching request, answers
+// an error status, 429 with or without Retry-After, holds the request until
+// the client gives up, resets the connection, forwards the request and then
+// drops the answer, or stalls a watch (headers, then silence). Faults are injected in front of the real server, never simulated
 // inside the code under test.
 //
 // Typical use:
@@ -29,6 +29,7 @@ import (
 	"net/url"
 	"path"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 )
@@ -52,9 +53,13 @@ const (
 	// resets the connection instead of answering: the client cannot know
 	// its write happened.
 	ApplyDropAnswer
+	// Stall never forwards the request: it answers 200 and its headers,
+	// then nothing until the client gives up or the proxy closes, as a
+	// watch whose connection died silently.
+	Stall
 )
 
-var actionNames = map[Action]string{Forward: "forward", Fail: "fail", Hold: "hold", Reset: "reset", ApplyDropAnswer: "apply-drop-answer"}
+var actionNames = map[Action]string{Forward: "forward", Fail: "fail", Hold: "hold", Reset: "reset", ApplyDropAnswer: "apply-drop-answer", Stall: "stall"}
 
 func (a Action) String() string { return actionNames[a] }
 
@@ -65,6 +70,10 @@ type Rule struct {
 	// Path is a path.Match pattern on the URL path ('*' matches within one
 	// segment), e.g. "/api/v1/namespaces/*/events/*"; "" matches any.
 	Path string
+	// Query, when set, is a parameter the URL query must hold: "key" with
+	// any non-empty value, or "key=value" exactly. "watch=true" selects
+	// watches, "continue" the pages of a list after its first.
+	Query string
 	// From is the occurrence number (1-based, counted over the requests
 	// this rule matches) of the first request it acts on; 0 means 1.
 	From int
@@ -230,6 +239,13 @@ func (r Rule) matches(req *http.Request) bool {
 	if r.Verb != "" && r.Verb != req.Method {
 		return false
 	}
+	if r.Query != "" {
+		key, value, exact := strings.Cut(r.Query, "=")
+		got := req.URL.Query().Get(key)
+		if got == "" || exact && got != value {
+			return false
+		}
+	}
 	if r.Path == "" {
 		return true
 	}
@@ -253,6 +269,14 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		resetConn(w)
 	case ApplyDropAnswer:
 		p.applyDropAnswer(w, r)
+	case Stall:
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusOK)
+		_ = http.NewResponseController(w).Flush()
+		select {
+		case <-r.Context().Done():
+		case <-p.closed:
+		}
 	default:
 		p.fwd.ServeHTTP(w, r)
 	}

@@ -106,3 +106,50 @@ func TestRemoveEndsAFault(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, 200, resp.StatusCode)
 }
+
+func TestQuerySelectsAndStallAnswersNothing(t *testing.T) {
+	up, applied := upstream(t)
+	p, err := New(up.URL, http.DefaultTransport)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = p.Close() })
+
+	pages := p.Add(Rule{Query: "continue", Action: Fail, Code: 500})
+	resp, err := do(t, p, "GET", "/list?limit=1", 5*time.Second)
+	require.NoError(t, err)
+	assert.Equal(t, 200, resp.StatusCode, "a first page has no continue token")
+	resp, err = do(t, p, "GET", "/list?limit=1&continue=abc", 5*time.Second)
+	require.NoError(t, err)
+	assert.Equal(t, 500, resp.StatusCode)
+	assert.Equal(t, 1, pages.Acted())
+
+	stall := p.Add(Rule{Query: "watch=true", Action: Stall})
+	resp, err = do(t, p, "GET", "/list?watch=false", 5*time.Second)
+	require.NoError(t, err)
+	assert.Equal(t, 200, resp.StatusCode, "watch=false is no watch")
+	assert.Zero(t, stall.Matched())
+	before := applied.Load()
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, "GET", p.URL()+"/list?watch=true", nil)
+	require.NoError(t, err)
+	resp, err = http.DefaultClient.Do(req)
+	require.NoError(t, err, "a stalled watch gets its headers")
+	defer resp.Body.Close()
+	assert.Equal(t, 200, resp.StatusCode)
+	type result struct {
+		n   int
+		err error
+	}
+	read := make(chan result, 1)
+	go func() {
+		n, err := resp.Body.Read(make([]byte, 1))
+		read <- result{n, err}
+	}()
+	cancel() // the client gives up: only then does the read end
+	got := <-read
+	assert.Zero(t, got.n, "a stalled watch sends no byte")
+	assert.Error(t, got.err)
+	assert.Equal(t, 1, stall.Acted())
+	assert.Equal(t, before, applied.Load(), "a stalled request never reaches the server")
+}

@@ -21,11 +21,11 @@ import (
 )
 
 func (c *Cluster) startEtcd(ctx context.Context) error {
-	clientPort, err := freePort()
+	clientPort, err := childproc.FreePort()
 	if err != nil {
 		return err
 	}
-	peerPort, err := freePort(clientPort)
+	peerPort, err := childproc.FreePort(clientPort)
 	if err != nil {
 		return err
 	}
@@ -96,7 +96,7 @@ func etcdHealthy(ctx context.Context, client *http.Client, url string) (bool, er
 // prepareAPIServer writes the key, token and admission files and fixes the
 // command line used by every start of kube-apiserver.
 func (c *Cluster) prepareAPIServer(opts *Options) error {
-	port, err := freePort(c.etcdPorts...)
+	port, err := childproc.FreePort(c.etcdPorts...)
 	if err != nil {
 		return err
 	}

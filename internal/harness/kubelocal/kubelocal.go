@@ -109,18 +109,11 @@ func FindBinDir() (string, error) {
 	if dir := os.Getenv(BinDirEnv); dir != "" {
 		return dir, nil
 	}
-	wd, err := os.Getwd()
+	root, err := childproc.ModuleRoot()
 	if err != nil {
-		return "", fmt.Errorf("find bin dir: %w", err)
+		return "", fmt.Errorf("find bin dir ($%s unset): %w", BinDirEnv, err)
 	}
-	for d := wd; ; d = filepath.Dir(d) {
-		if _, err := os.Stat(filepath.Join(d, "go.mod")); err == nil {
-			return filepath.Join(d, "bin"), nil
-		}
-		if filepath.Dir(d) == d {
-			return "", fmt.Errorf("find bin dir: no go.mod above %s and $%s unset", wd, BinDirEnv)
-		}
-	}
+	return filepath.Join(root, "bin"), nil
 }
 
 // FindBinaries returns the paths of etcd and kube-apiserver in binDir (empty:

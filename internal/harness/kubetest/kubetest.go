@@ -63,14 +63,6 @@ func WithEventRateLimit(qps, burst int) Option {
 	}
 }
 
-// WithStartTimeout bounds how long Start and StartAPIServer wait for etcd and
-// kube-apiserver to become ready (default 90s).
-func WithStartTimeout(d time.Duration) Option {
-	return func(o *kubelocal.Options) {
-		o.StartTimeout = d
-	}
-}
-
 // Server is an etcd plus a kube-apiserver listening on 127.0.0.1.
 type Server struct {
 	c *kubelocal.Cluster

@@ -146,6 +146,25 @@ func TestRBACForbidsUserWithoutRole(t *testing.T) {
 	if _, err := s.Clientset().CoreV1().Events("default").List(ctx(t), metav1.ListOptions{}); err != nil {
 		t.Fatalf("list events as admin: %v", err)
 	}
+
+	// GrantRole gives the receiver's deploy/ role to nobody in one
+	// namespace only.
+	createNamespace(t, s.Clientset(), "granted")
+	role := s.GrantRole(t, "../../../deploy/rbac-receiver.yaml", "nobody", "granted")
+	if len(role.Rules) == 0 {
+		t.Fatal("GrantRole read no rules")
+	}
+	if _, err := cs.CoreV1().Events("granted").List(ctx(t), metav1.ListOptions{}); err != nil {
+		t.Fatalf("list events in the granted namespace: %v", err)
+	}
+	if _, err := cs.CoreV1().Events("default").List(ctx(t), metav1.ListOptions{}); !apierrors.IsForbidden(err) {
+		t.Fatalf("list events elsewhere after a namespaced grant: got %v, want 403", err)
+	}
+	// And cluster-wide.
+	s.GrantRole(t, "../../../deploy/rbac-receiver.yaml", "nobody", "")
+	if _, err := cs.CoreV1().Events("").List(ctx(t), metav1.ListOptions{}); err != nil {
+		t.Fatalf("list events cluster-wide after a cluster grant: %v", err)
+	}
 }
 
 func TestStopStartAPIServerKeepsDataAndURL(t *testing.T) {

@@ -12,7 +12,7 @@ import (
 
 func TestScenarioNames(t *testing.T) {
 	assert.Equal(t, []string{"crashloop", "imagepull", "failedscheduling", "cronjob", "replicaset", "churn", "mixed"}, ScenarioNames())
-	for name := range Scenarios {
+	for name := range Recorded {
 		assert.Contains(t, ScenarioNames(), name, "every recorded scenario is a built-in one")
 	}
 	_, err := Scenario("nope")
@@ -35,7 +35,7 @@ func TestScenariosAreValid(t *testing.T) {
 			require.NoError(t, err)
 			require.NotEmpty(t, a)
 			step := 1
-			if _, recorded := Scenarios[name]; recorded {
+			if _, recorded := Recorded[name]; recorded {
 				step = max(1, len(a)/2000)
 			} else {
 				b, _ := Scenario(name)

@@ -11,10 +11,10 @@ import (
 // Start is when every scenario begins.
 var Start = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 
-// Scenarios are the built-in storms recorded in testdata/streams (make
-// streams), which the processor's golden tests replay. Scenario knows these
-// and the ones that are only generated.
-var Scenarios = map[string]func() []Occurrence{
+// Recorded are the built-in storms (four of ScenarioNames) that are also
+// recorded in testdata/streams (make streams), which the processor's golden
+// tests replay. Scenario generates every built-in storm, recorded or not.
+var Recorded = map[string]func() []Occurrence{
 	"crashloop":  Crashloop,
 	"cronjob":    CronJob,
 	"replicaset": ReplicaSet,

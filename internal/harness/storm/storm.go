@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"sort"
 	"strings"
 	"time"
 
@@ -53,6 +54,25 @@ func (o *Occurrence) Event() k8sevent.Event {
 		ev.Related = o.Related.ref()
 	}
 	return ev
+}
+
+// Namespaces lists, sorted, the namespaces the storms' Events live in: the
+// regarding object's, or "default" for a cluster-scoped one (a Node), as
+// the API server stores them (k8sevent.Event.ObjectNamespace).
+func Namespaces(storms ...[]Occurrence) []string {
+	set := map[string]bool{}
+	for _, s := range storms {
+		for i := range s {
+			ev := s[i].Event()
+			set[ev.ObjectNamespace()] = true
+		}
+	}
+	out := make([]string, 0, len(set))
+	for ns := range set {
+		out = append(out, ns)
+	}
+	sort.Strings(out)
+	return out
 }
 
 func (r Ref) ref() k8sevent.ObjectRef {

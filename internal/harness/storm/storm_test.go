@@ -11,7 +11,7 @@ import (
 )
 
 func TestScenariosAreDeterministicAndOrdered(t *testing.T) {
-	for name, gen := range Scenarios {
+	for name, gen := range Recorded {
 		a, b := gen(), gen()
 		require.Equal(t, a, b, name)
 		require.NotEmpty(t, a, name)
@@ -46,8 +46,8 @@ func TestReadReportsTheBadLine(t *testing.T) {
 }
 
 func TestCommittedStreamsAreTheScenarios(t *testing.T) {
-	for name, gen := range Scenarios {
-		paths, _ := filepath.Glob(filepath.Join("..", "..", "testdata", "streams", name+".jsonl*"))
+	for name, gen := range Recorded {
+		paths, _ := filepath.Glob(filepath.Join("..", "..", "..", "testdata", "streams", name+".jsonl*"))
 		require.Len(t, paths, 1, "%s: run make streams", name)
 		got, err := ReadFile(paths[0])
 		require.NoError(t, err)

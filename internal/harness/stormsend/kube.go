@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"sort"
 	"strings"
 	"time"
 
@@ -196,19 +195,14 @@ func wrapWrite(err error, verb, namespace, name string) error {
 	return fmt.Errorf("%s event %s/%s: %w", verb, namespace, name, err)
 }
 
-// EnsureNamespaces creates the namespaces the occurrences' Events live in,
-// when missing.
+// EnsureNamespaces creates the namespaces the occurrences' Events live in
+// (storm.Namespaces), when missing.
 func EnsureNamespaces(ctx context.Context, cs kubernetes.Interface, occs []storm.Occurrence) error {
-	seen := map[string]bool{}
-	for i := range occs {
-		ev := occs[i].Event()
-		seen[ev.ObjectNamespace()] = true
-	}
-	names := make([]string, 0, len(seen))
-	for ns := range seen {
-		names = append(names, ns)
-	}
-	sort.Strings(names)
+	return CreateNamespaces(ctx, cs, storm.Namespaces(occs)...)
+}
+
+// CreateNamespaces creates each namespace unless it exists.
+func CreateNamespaces(ctx context.Context, cs kubernetes.Interface, names ...string) error {
 	for _, ns := range names {
 		_, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
 		if err != nil && !apierrors.IsAlreadyExists(err) {

@@ -12,6 +12,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 
+	"github.com/k8sevents/otel-k8sevents/internal/ctxwait"
 	"github.com/k8sevents/otel-k8sevents/internal/harness/storm"
 	"github.com/k8sevents/otel-k8sevents/internal/k8sevent"
 )
@@ -77,7 +78,7 @@ func (r *replay) export(ctx context.Context, client plogotlp.GRPCClient, ld plog
 		switch status.Code(err) {
 		case codes.Unavailable, codes.ResourceExhausted, codes.Aborted, codes.DeadlineExceeded:
 			if try < exportTries && ctx.Err() == nil && time.Now().Add(backoff).Before(r.deadline) {
-				if sleepUntil(ctx, time.Now().Add(backoff)) == nil {
+				if ctxwait.Sleep(ctx, backoff) == nil {
 					backoff *= 2
 					continue
 				}

@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/tools/record"
 
+	"github.com/k8sevents/otel-k8sevents/internal/ctxwait"
 	"github.com/k8sevents/otel-k8sevents/internal/harness/storm"
 )
 
@@ -123,7 +124,7 @@ func (r *replay) settle(ctx context.Context, sources map[[2]string]source) {
 			last, quietSince = n, time.Now()
 		}
 		quiet := time.Since(quietSince) >= quietWindow && time.Since(time.Unix(0, r.c.lastRetried.Load())) >= retrySleep
-		if quiet || sleepUntil(ctx, time.Now().Add(100*time.Millisecond)) != nil {
+		if quiet || ctxwait.Sleep(ctx, 100*time.Millisecond) != nil {
 			return
 		}
 	}
@@ -158,7 +159,7 @@ func newLegacySource(ctx context.Context, cs kubernetes.Interface, controller, i
 
 func (s *legacySource) emit(ctx context.Context, o *storm.Occurrence) error {
 	for s.handed-s.taken.Load() >= maxBacklog {
-		if err := sleepUntil(ctx, time.Now().Add(time.Millisecond)); err != nil {
+		if err := ctxwait.Sleep(ctx, time.Millisecond); err != nil {
 			return err
 		}
 	}

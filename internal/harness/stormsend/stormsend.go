@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/k8sevents/otel-k8sevents/internal/ctxwait"
 	"github.com/k8sevents/otel-k8sevents/internal/harness/storm"
 )
 
@@ -128,28 +129,13 @@ func (r *replay) wait(ctx context.Context, i int) error {
 	if at.After(r.deadline) {
 		at = r.deadline
 	}
-	if err := sleepUntil(ctx, at); err != nil {
+	if err := ctxwait.Until(ctx, at); err != nil {
 		return err
 	}
 	if !time.Now().Before(r.deadline) {
 		return errMaxDuration
 	}
 	return nil
-}
-
-func sleepUntil(ctx context.Context, at time.Time) error {
-	d := time.Until(at)
-	if d <= 0 {
-		return ctx.Err()
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
 }
 
 // stamp is the time an occurrence is sent with.

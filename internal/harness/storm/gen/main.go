@@ -19,13 +19,13 @@ func main() {
 		fmt.Fprintln(os.Stderr, "usage: gen DIR")
 		os.Exit(2)
 	}
-	names := make([]string, 0, len(storm.Scenarios))
-	for name := range storm.Scenarios {
+	names := make([]string, 0, len(storm.Recorded))
+	for name := range storm.Recorded {
 		names = append(names, name)
 	}
 	sort.Strings(names)
 	for _, name := range names {
-		occs := storm.Scenarios[name]()
+		occs := storm.Recorded[name]()
 		path := filepath.Join(os.Args[1], name+".jsonl")
 		if len(occs) > 10_000 {
 			path += ".gz"

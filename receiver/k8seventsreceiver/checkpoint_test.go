@@ -12,7 +12,7 @@ import (
 var t0 = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 
 func TestResumeAfterRelist(t *testing.T) {
-	r := newResume(2)
+	r := newCheckpoint(2)
 	r.emitted("a", "10", t0)
 	r.emitted("b", "11", t0.Add(time.Second))
 	r.emitted("c", "12", t0.Add(time.Second))
@@ -26,7 +26,7 @@ func TestResumeAfterRelist(t *testing.T) {
 }
 
 func TestResumeCheckpointKeepsTheWatermarkSet(t *testing.T) {
-	r := newResume(16)
+	r := newCheckpoint(16)
 	r.ResourceVersion = "42"
 	r.emitted("a", "40", t0)
 	r.emitted("b", "41", t0)
@@ -35,7 +35,7 @@ func TestResumeCheckpointKeepsTheWatermarkSet(t *testing.T) {
 
 	// After a restart the LRU is empty; what was emitted at the watermark
 	// second is still known, so a 410 relist does not emit it again.
-	back := newResume(16)
+	back := newCheckpoint(16)
 	require.NoError(t, back.unmarshal(b))
 	assert.Equal(t, "42", back.ResourceVersion)
 	assert.True(t, back.Watermark.Equal(t0))
@@ -48,7 +48,7 @@ func TestResumeCheckpointKeepsTheWatermarkSet(t *testing.T) {
 }
 
 func TestResumeWatermarkSetIsBounded(t *testing.T) {
-	r := newResume(1)
+	r := newCheckpoint(1)
 	for i := range maxAtWatermark + 100 {
 		r.emitted(string(rune('a'+i%26))+string(rune(i)), "1", t0)
 	}
@@ -59,7 +59,7 @@ func TestResumeWatermarkSetIsBounded(t *testing.T) {
 // object on a later page that changed during the gap, before the newest
 // object of an earlier page, is still emitted.
 func TestResumeRelistJudgesPagesAgainstTheOldWatermark(t *testing.T) {
-	r := newResume(1) // the LRU forgets: only the watermark decides
+	r := newCheckpoint(1) // the LRU forgets: only the watermark decides
 	r.emitted("old", "1", t0)
 	r.ResourceVersion = "1"
 
@@ -80,7 +80,7 @@ func TestResumeRelistJudgesPagesAgainstTheOldWatermark(t *testing.T) {
 // A relist that fails half way and is saved goes on after a restart: what
 // it emitted is not emitted again, what it had not reached is.
 func TestResumeRelistInterruptedGoesOnAfterRestart(t *testing.T) {
-	r := newResume(16)
+	r := newCheckpoint(16)
 	r.ResourceVersion = "1"
 	r.emitted("old", "1", t0)
 	r.beginRelist()
@@ -88,7 +88,7 @@ func TestResumeRelistInterruptedGoesOnAfterRestart(t *testing.T) {
 	b, err := r.marshal()
 	require.NoError(t, err)
 
-	back := newResume(16)
+	back := newCheckpoint(16)
 	require.NoError(t, back.unmarshal(b))
 	require.NotNil(t, back.Relist)
 	assert.True(t, back.started())
@@ -99,7 +99,7 @@ func TestResumeRelistInterruptedGoesOnAfterRestart(t *testing.T) {
 	assert.False(t, back.emitAfterRelist("old", "1", t0, false), "emitted before the 410")
 
 	// A first list (no resourceVersion yet) interrupted goes on the same way.
-	fresh := newResume(16)
+	fresh := newCheckpoint(16)
 	fresh.beginRelist()
 	fresh.emitted("a", "2", t0)
 	assert.True(t, fresh.started(), "saved although it has no resourceVersion yet")
@@ -111,7 +111,7 @@ func TestResumeRelistInterruptedGoesOnAfterRestart(t *testing.T) {
 // microseconds: an object whose second-precision time falls in the
 // watermark's second is emitted unless it was emitted in that second.
 func TestResumeWatermarkComparesSeconds(t *testing.T) {
-	r := newResume(1)
+	r := newCheckpoint(1)
 	r.emitted("micro", "1", t0.Add(500*time.Millisecond))
 	r.emitted("x", "2", t0.Add(-time.Hour)) // pushes "micro" out of the LRU
 
@@ -125,7 +125,7 @@ func TestResumeWatermarkComparesSeconds(t *testing.T) {
 }
 
 func TestResumeRelistProgressIsBounded(t *testing.T) {
-	r := newResume(1)
+	r := newCheckpoint(1)
 	r.beginRelist()
 	for i := range maxRelistEmitted + 100 {
 		r.emitted(fmt.Sprintf("uid-%d", i), "1", t0.Add(time.Duration(i)*time.Millisecond))

@@ -8,7 +8,7 @@ import (
 	"github.com/hashicorp/golang-lru/v2/simplelru"
 )
 
-// resume is what one watch needs to go on after a restart or a 410 without a
+// checkpoint is what one watch needs to go on after a restart or a 410 without a
 // gap and without emitting an occurrence twice, in constant memory:
 //
 //   - the resourceVersion it reached (opaque: only handed back to the API
@@ -32,7 +32,7 @@ import (
 // moves the watermark only when the last page is in: a list comes in
 // namespace/name order, not in time order, so a watermark moved by page 1
 // would hide what changed on page 2 during the gap.
-type resume struct {
+type checkpoint struct {
 	ResourceVersion string `json:"resourceVersion"`
 	mark
 	// Relist is the relist under way; nil when none is.
@@ -64,9 +64,9 @@ const maxAtWatermark = 1024
 // emitted beyond the bound, never skip anything.
 const maxRelistEmitted = 4096
 
-func newResume(recentSize int) *resume {
+func newCheckpoint(recentSize int) *checkpoint {
 	recent, _ := simplelru.NewLRU[string, string](recentSize, nil)
-	return &resume{recent: recent}
+	return &checkpoint{recent: recent}
 }
 
 // add records that version rv of object uid, whose latest occurrence is
@@ -97,7 +97,7 @@ func (m *mark) merge(o mark) {
 
 // emitted records that the version rv of object uid, whose latest
 // occurrence is latest, went out.
-func (r *resume) emitted(uid, rv string, latest time.Time) {
+func (r *checkpoint) emitted(uid, rv string, latest time.Time) {
 	r.recent.Add(uid, rv)
 	if r.Relist == nil {
 		r.mark.add(uid, rv, latest)
@@ -110,7 +110,7 @@ func (r *resume) emitted(uid, rv string, latest time.Time) {
 }
 
 // beginRelist starts a relist, or goes on with the one under way.
-func (r *resume) beginRelist() {
+func (r *checkpoint) beginRelist() {
 	if r.Relist == nil {
 		r.Relist = &relistProgress{Emitted: map[string]string{}}
 	}
@@ -120,7 +120,7 @@ func (r *resume) beginRelist() {
 }
 
 // endRelist completes a relist whose list was at resourceVersion rv.
-func (r *resume) endRelist(rv string) {
+func (r *checkpoint) endRelist(rv string) {
 	if r.Relist != nil {
 		r.mark.merge(r.Relist.mark)
 	}
@@ -129,7 +129,7 @@ func (r *resume) endRelist(rv string) {
 
 // emitAfterRelist decides for one listed object; fresh: a first list,
 // which emits everything not emitted yet.
-func (r *resume) emitAfterRelist(uid, rv string, latest time.Time, fresh bool) bool {
+func (r *checkpoint) emitAfterRelist(uid, rv string, latest time.Time, fresh bool) bool {
 	if r.Relist != nil {
 		if prev, ok := r.Relist.Emitted[uid]; ok {
 			return prev != rv
@@ -149,11 +149,11 @@ func (r *resume) emitAfterRelist(uid, rv string, latest time.Time, fresh bool) b
 
 // started reports whether there is anything to save: a place to watch
 // from, or a relist under way.
-func (r *resume) started() bool { return r.ResourceVersion != "" || r.Relist != nil }
+func (r *checkpoint) started() bool { return r.ResourceVersion != "" || r.Relist != nil }
 
-func (r *resume) marshal() ([]byte, error) { return json.Marshal(r) }
+func (r *checkpoint) marshal() ([]byte, error) { return json.Marshal(r) }
 
-func (r *resume) unmarshal(b []byte) error {
+func (r *checkpoint) unmarshal(b []byte) error {
 	if err := json.Unmarshal(b, r); err != nil {
 		return fmt.Errorf("checkpoint %q: %w", b, err)
 	}

@@ -1,0 +1,39 @@
+package collectorproc
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// TestPipelineReadsTheBinarysNames reads a scrape spelled as
+// bin/otelcol-k8sevents spells it (TestPipelineOnTheBuiltCollector checks the
+// spelling on the binary itself).
+func TestPipelineReadsTheBinarysNames(t *testing.T) {
+	m, err := ParseMetrics(strings.NewReader(`
+otelcol_receiver_k8sevents_events_received{type="added"} 10
+otelcol_receiver_k8sevents_events_received{type="modified"} 90
+otelcol_receiver_k8sevents_events_received{type="bookmark"} 3
+otelcol_processor_eventseries_occurrences 100
+otelcol_processor_eventseries_records_out{state="singleton"} 7
+otelcol_processor_eventseries_records_out{state="started"} 3
+otelcol_processor_eventseries_compressed 90
+otelcol_processor_eventseries_spam_dropped 2
+otelcol_processor_eventseries_series_finished 1
+otelcol_processor_eventseries_open_entries 9
+otelcol_exporter_k8sevent_writes{outcome="created"} 7
+otelcol_exporter_k8sevent_writes{outcome="patched"} 3
+otelcol_exporter_k8sevent_writes{outcome="stale"} 1
+otelcol_exporter_k8sevent_writes{outcome="unchanged"} 5
+otelcol_exporter_k8sevent_writes{outcome="adopted"} 2
+otelcol_exporter_k8sevent_permanent_failures{reason="invalid"} 1
+otelcol_exporter_k8sevent_retryable_failures{reason="throttled"} 4
+`))
+	require.NoError(t, err)
+	assert.Equal(t, Pipeline{
+		Received: 100, Occurrences: 100, RecordsOut: 10, Compressed: 90, Suppressed: 2, Finished: 1, Open: 9,
+		Writes: 10, Done: 19, PermanentFailures: 1, RetryableFailures: 4,
+	}, m.Pipeline())
+}
