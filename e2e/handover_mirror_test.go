@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"io/fs"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -141,6 +142,7 @@ func TestHandOverMirrorRollout(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	h := newHandoverMirror(ctx, t, "rollout")
+	cost := h.viaProxy(t)
 	c := h.start(t)
 	run := h.rig.storm(ctx, handoverSpeed)
 	awaitMidStorm(t, c, run, len(h.rig.occs))
@@ -151,6 +153,7 @@ func TestHandOverMirrorRollout(t *testing.T) {
 	pause := awaitEmitting(t, c, stop)
 	r, drops, sink, sent := h.finish(ctx, t, c, run, "rollout")
 	t.Logf("rollout after %d of %d occurrences; pause (SIGTERM to the new pod's first record) %v", sentAtStop, sent, pause)
+	cost.report(t, h)
 	assertFaultPromise(t, r, sent, drops)
 	assertOneObjectPerSeries(t, r)
 	assertSink(t, sink, r, 0)
@@ -194,11 +197,8 @@ func TestHandOverMirrorLeaseLost(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	h := newHandoverMirror(ctx, t, "leaselost")
-	proxy, err := faultproxy.NewForREST(h.rig.srcSrv.RESTConfig())
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = proxy.Close() })
-	h.kubeconfig = filepath.Join(h.rig.dir, "via-proxy.kubeconfig")
-	require.NoError(t, proxy.WriteKubeconfig(h.kubeconfig))
+	cost := h.viaProxy(t)
+	proxy := cost.proxy
 
 	c := h.start(t)
 	run := h.rig.storm(ctx, handoverSpeed)
@@ -235,6 +235,7 @@ func TestHandOverMirrorLeaseLost(t *testing.T) {
 	t.Logf("lease lost after %d of %d occurrences; cut %v, %d occurrences sent while cut (%d requests reset); leading again %v after the cut ended",
 		sentAtCut, sent, restored.Sub(cutAt).Round(100*time.Millisecond), sentWhileCut, cut.Acted(), leading)
 	require.Positive(t, cut.Acted(), "the proxy cut the pod's requests")
+	cost.report(t, h)
 	assertFaultPromise(t, r, sent, drops)
 	assertOneObjectPerSeries(t, r)
 	assertSink(t, sink, r, 0)
@@ -250,4 +251,70 @@ func awaitMidStorm(t *testing.T, c *collector, run *stormRun, total int) {
 		return run.log.sent() >= int64(total/3) && w > 0, fmt.Sprintf("storm sent %d of %d, exporter writes %v", run.log.sent(), total, w)
 	})
 	logPipeline(t, "before the fault", c)
+}
+
+// stateCost counts what the pod asks of A through a proxy: every write
+// that is not the Lease's would be state kept in the API server.
+type stateCost struct {
+	proxy       *faultproxy.Proxy
+	leaseWrites []*faultproxy.Handle
+	start       time.Time
+}
+
+// viaProxy puts a proxy between the pod and A (no fault unless a test adds
+// one) and counts the Lease writes: rules that match them but never act
+// (their window starts past any request), so a fault rule still does.
+func (h *handoverMirror) viaProxy(t *testing.T) *stateCost {
+	t.Helper()
+	proxy, err := faultproxy.NewForREST(h.rig.srcSrv.RESTConfig())
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = proxy.Close() })
+	h.kubeconfig = filepath.Join(h.rig.dir, "via-proxy.kubeconfig")
+	require.NoError(t, proxy.WriteKubeconfig(h.kubeconfig))
+	c := &stateCost{proxy: proxy, start: time.Now()}
+	for _, r := range []faultproxy.Rule{
+		{Verb: "PUT", Path: "/apis/coordination.k8s.io/v1/namespaces/*/leases/*"},
+		{Verb: "POST", Path: "/apis/coordination.k8s.io/v1/namespaces/*/leases"},
+	} {
+		r.From, r.Action = 1<<30, faultproxy.Forward
+		c.leaseWrites = append(c.leaseWrites, proxy.Add(r))
+	}
+	return c
+}
+
+// report logs the pod's requests to A, its Lease writes per minute and the
+// bytes its storage holds, and asserts that it wrote nothing else to A.
+func (c *stateCost) report(t *testing.T, h *handoverMirror) {
+	t.Helper()
+	var lease, writes int
+	for _, l := range c.leaseWrites {
+		lease += l.Matched()
+	}
+	for _, verb := range []string{"POST", "PUT", "PATCH", "DELETE"} {
+		writes += c.proxy.Seen(verb)
+	}
+	minutes := time.Since(c.start).Minutes()
+	bytes, files := dirBytes(t, h.rig.spec.storage)
+	t.Logf("state cost: the pod sent A %d requests (%d GET), %d writes of which %d Lease writes (%.1f a minute over %.1f min) and %d others; storage: %d bytes in %d files",
+		c.proxy.Seen(""), c.proxy.Seen("GET"), writes, lease, float64(lease)/minutes, minutes, writes-lease, bytes, files)
+	assert.Positive(t, lease, "the Lease writes were counted")
+	assert.Equal(t, lease, writes, "writes to the API server other than the Lease: state kept there")
+}
+
+// dirBytes is the size of the files under dir.
+func dirBytes(t *testing.T, dir string) (bytes int64, files int) {
+	t.Helper()
+	require.NoError(t, filepath.WalkDir(dir, func(_ string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		bytes += info.Size()
+		files++
+		return nil
+	}))
+	return bytes, files
 }
