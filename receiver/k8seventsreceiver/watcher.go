@@ -53,7 +53,7 @@ type watcher struct {
 	state       *resume
 	expired     bool // the resourceVersion is gone (410): list again
 	savedAt     time.Time
-	trail       []snapshot // with checkpoint_delay: states not old enough to save yet, oldest first
+	trail       []snapshot  // with checkpoint_delay: states not old enough to save yet, oldest first
 	established atomic.Bool // a watch has been open at least once
 }
 
