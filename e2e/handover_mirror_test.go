@@ -181,7 +181,14 @@ func TestHandOverMirrorCrash(t *testing.T) {
 	bound := run.log.within(killed.Add(-crashWindow), killed)
 	t.Logf("crash after %d of %d occurrences sent: pause (SIGKILL to the new pod's first record) %v; bound %d occurrences", sentAtKill, sent, pause, bound)
 	assertCrashPromise(t, r, bound, drops)
-	assertOneObjectPerSeries(t, r)
+	// Not one object per series: a series the processor started after its
+	// last save is decided again after the restart under another name (the
+	// name counts the states the processor made, which a replay does not
+	// reproduce), so it gets a second object: at most one per series that
+	// started in the crash window, at most the bound.
+	keys, multi := multiObjectKeys(r.bEvents)
+	t.Logf("crash: %d of %d series keys written as more than one object", multi, keys)
+	assert.LessOrEqual(t, int64(multi), bound, "series keys with a second object")
 	assertSink(t, sink, r, bound)
 }
 
