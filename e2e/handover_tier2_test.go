@@ -171,7 +171,7 @@ func (rig *tier2Rig) result(ctx context.Context, t *testing.T) tier2Result {
 	evs, err := listEvents(ctx, rig.cs, byController(rig.controller))
 	require.NoError(t, err)
 	r.keys, r.multi = multiObjectKeys(evs)
-	r.overlapping = overlappingObjects(evs, 20, false)
+	r.overlapping = overlappingObjects(evs, len(evs), false)
 	instances := map[eventSeriesKey]map[string]bool{}
 	for i := range evs {
 		k := seriesKeyOf(&evs[i])
@@ -206,7 +206,6 @@ func (rig *tier2Rig) assertExact(t *testing.T, r tier2Result) {
 	t.Helper()
 	assert.Equal(t, rig.truth, r.out.counts, "API server: final counts per (object, reason) = occurrences sent")
 	assert.Equal(t, rig.truth, r.sinkPairs, "file sink: highest counts per (object, reason) = occurrences sent")
-	assert.Empty(t, r.overlapping, "objects of one series claiming the same occurrences")
 }
 
 // TestHandOverTier2Rollout: a tier-2 pod rolls mid-storm (SIGTERM, and it
@@ -247,6 +246,7 @@ func TestHandOverTier2Rollout(t *testing.T) {
 	r := rig.result(ctx, t)
 	t.Logf("tier-2 pod 1 rolled after %d of %d occurrences; pause (SIGTERM to its first count after the restart) %v", sentAtStop, len(rig.occs), pause)
 	rig.assertExact(t, r)
+	assert.Empty(t, r.overlapping, "objects of one series claiming the same occurrences")
 	assert.Zero(t, r.multi, "series keys written as more than one object")
 	assert.Zero(t, r.movedKeys, "series keys written by more than one pod")
 	assert.Zero(t, r.sink.reemitted, "records the sink got again")
@@ -299,6 +299,10 @@ func TestHandOverTier2Scale(t *testing.T) {
 		got, r.movedKeys, r.keys, r.multi)
 	rig.assertExact(t, r)
 	require.Positive(t, got, "the fourth pod owned part of the ring")
+	// An object that moves to the fourth pod and back finds its series
+	// still open on its first owner: the two objects overlap. Only moved
+	// series keys can.
+	assert.LessOrEqual(t, len(r.overlapping), r.movedKeys, "overlapping objects beyond the keys that moved")
 	evs, err := listEvents(ctx, rig.cs, byController(rig.controller))
 	require.NoError(t, err)
 	perKey := map[eventSeriesKey]map[string]int{}
