@@ -14,23 +14,16 @@ import (
 	"github.com/stretchr/testify/require"
 	authzv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
-	"k8s.io/client-go/discovery"
-	"k8s.io/client-go/discovery/cached/memory"
-	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
-	"k8s.io/client-go/restmapper"
 
 	"github.com/k8sevents/otel-k8sevents/internal/harness/kubetest"
 )
 
 // TestHandOverDeployManifestsStrict applies every manifest of deploy/ (both
 // shapes: the mirror, and OTLP tier 1 + tier 2) to a real API server with
-// strict server-side field validation, the workloads (StatefulSets,
+// strict server-side field validation (apply), the workloads (StatefulSets,
 // Deployment) as a dry run first and then for real: a misspelt or unknown
 // field anywhere fails. It checks that every ConfigMap embeds its ready
 // configuration byte for byte, that the StatefulSets keep their state on a
@@ -54,7 +47,7 @@ func TestHandOverDeployManifestsStrict(t *testing.T) {
 	require.Contains(t, names, "otlp-tier2.yaml")
 	sort.Strings(names)
 	objs := manifests(t, names...)
-	applyStrict(ctx, t, srv.RESTConfig(), objs)
+	apply(ctx, t, srv.RESTConfig(), objs)
 
 	// Each ConfigMap is a ready configuration (validated and run by other tests).
 	for cm, file := range map[string]string{"otel-k8sevents": "mirror.yaml", "otelcol-tier1": "tier1-loadbalancer.yaml", "otelcol-tier2": "tier2-processor.yaml"} {
@@ -107,33 +100,6 @@ func TestHandOverDeployManifestsStrict(t *testing.T) {
 	} {
 		assert.Equal(t, c.allowed, allowed(ctx, t, cs, c.user, c.verb, c.group, c.resource, c.ns),
 			"%s may %s %s/%s in %q", c.user, c.verb, c.group, c.resource, c.ns)
-	}
-}
-
-// applyStrict creates the objects with strict field validation; workloads
-// go through a dry run first. A Namespace that exists already (both shapes
-// declare it) is fine; anything else that exists is not.
-func applyStrict(ctx context.Context, t *testing.T, cfg *rest.Config, objs []*unstructured.Unstructured) {
-	t.Helper()
-	dc, err := dynamic.NewForConfig(cfg)
-	require.NoError(t, err)
-	disc, err := discovery.NewDiscoveryClientForConfig(cfg)
-	require.NoError(t, err)
-	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(disc))
-	for _, obj := range objs {
-		gvk := obj.GroupVersionKind()
-		m, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
-		require.NoError(t, err, gvk.String())
-		ri := dc.Resource(m.Resource).Namespace(obj.GetNamespace())
-		if gvk.Group == "apps" {
-			_, err = ri.Create(ctx, obj, metav1.CreateOptions{FieldValidation: "Strict", DryRun: []string{metav1.DryRunAll}})
-			require.NoError(t, err, "dry run: %s %s", gvk.Kind, obj.GetName())
-		}
-		_, err = ri.Create(ctx, obj, metav1.CreateOptions{FieldValidation: "Strict"})
-		if gvk.Kind == "Namespace" && apierrors.IsAlreadyExists(err) {
-			continue
-		}
-		require.NoError(t, err, "%s %s", gvk.Kind, obj.GetName())
 	}
 }
 

@@ -47,6 +47,7 @@ type tier2Rig struct {
 	truth       map[objectReason]int64
 }
 
+// newTier2Rig starts the API server and the first pods.
 func newTier2Rig(ctx context.Context, t *testing.T, name string, pods int, finishAfter string) *tier2Rig {
 	t.Helper()
 	binary(t)
@@ -59,7 +60,7 @@ func newTier2Rig(ctx context.Context, t *testing.T, name string, pods int, finis
 		rig.truth[objectReason{o.Regarding.Namespace + "/" + o.Regarding.Kind + "/" + o.Regarding.Name, o.Reason}]++
 	}
 	for i := range pods {
-		rig.addPod(t, i)
+		rig.start(t, rig.addPod(t, i))
 	}
 	return rig
 }
@@ -157,12 +158,12 @@ func awaitOccurrences(t *testing.T, cs kubernetes.Interface, controller string, 
 // tier2Result is the API server's Events and the file sinks after a run.
 type tier2Result struct {
 	out         scaleOutResult
-	keys, multi int      // series keys, and those written as more than one object
-	overlapping []string // objects of one series key claiming the same occurrences
-	movedKeys   int      // series keys written by more than one tier-2 pod
+	keys, multi int                               // series keys, and those written as more than one object
+	overlapping []string                          // objects of one series key claiming the same occurrences
+	movedKeys   int                               // series keys written by more than one tier-2 pod
+	owners      map[eventSeriesKey]map[string]int // series key -> reporting instance -> objects
 	sink        sinkResult
 	sinkPairs   map[objectReason]int64
-	sinkReemit  int
 }
 
 func (rig *tier2Rig) result(ctx context.Context, t *testing.T) tier2Result {
@@ -172,15 +173,15 @@ func (rig *tier2Rig) result(ctx context.Context, t *testing.T) tier2Result {
 	require.NoError(t, err)
 	r.keys, r.multi = multiObjectKeys(evs)
 	r.overlapping = overlappingObjects(evs, len(evs), false)
-	instances := map[eventSeriesKey]map[string]bool{}
+	r.owners = map[eventSeriesKey]map[string]int{}
 	for i := range evs {
 		k := seriesKeyOf(&evs[i])
-		if instances[k] == nil {
-			instances[k] = map[string]bool{}
+		if r.owners[k] == nil {
+			r.owners[k] = map[string]int{}
 		}
-		instances[k][evs[i].ReportingInstance] = true
+		r.owners[k][evs[i].ReportingInstance]++
 	}
-	for _, in := range instances {
+	for _, in := range r.owners {
 		if len(in) > 1 {
 			r.movedKeys++
 		}
@@ -218,9 +219,6 @@ func TestHandOverTier2Rollout(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	rig := newTier2Rig(ctx, t, "tier2-rollout", 3, "")
-	for _, p := range rig.pods {
-		rig.start(t, p)
-	}
 	lb, endpoint := rig.tier1(t, rig.pods...)
 	var log sendLog
 	done := send(ctx, endpoint, rig.occs, &log)
@@ -270,9 +268,6 @@ func TestHandOverTier2Scale(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	rig := newTier2Rig(ctx, t, "tier2-scale", 3, "5s")
-	for _, p := range rig.pods {
-		rig.start(t, p)
-	}
 	third := len(rig.occs) / 3
 	parts := [][]storm.Occurrence{rig.occs[:third], rig.occs[third : 2*third], rig.occs[2*third:]}
 	var log sendLog
@@ -303,18 +298,8 @@ func TestHandOverTier2Scale(t *testing.T) {
 	// still open on its first owner: the two objects overlap. Only moved
 	// series keys can.
 	assert.LessOrEqual(t, len(r.overlapping), r.movedKeys, "overlapping objects beyond the keys that moved")
-	evs, err := listEvents(ctx, rig.cs, byController(rig.controller))
-	require.NoError(t, err)
-	perKey := map[eventSeriesKey]map[string]int{}
-	for i := range evs {
-		k := seriesKeyOf(&evs[i])
-		if perKey[k] == nil {
-			perKey[k] = map[string]int{}
-		}
-		perKey[k][evs[i].ReportingInstance]++
-	}
 	var over []string
-	for k, in := range perKey {
+	for k, in := range r.owners {
 		if len(in) > 2 {
 			over = append(over, fmt.Sprintf("%v: %v", k.eventPair, in))
 		}
