@@ -54,6 +54,7 @@ type watcher struct {
 	expired     bool // the resourceVersion is gone (410): list again
 	savedAt     time.Time
 	trail       []snapshot  // with checkpoint_delay: states not old enough to save yet, oldest first
+	stored      bool        // a checkpoint is in the store (loaded, or written by this run)
 	established atomic.Bool // a watch has been open at least once
 }
 
@@ -256,6 +257,7 @@ func (w *watcher) load(ctx context.Context) {
 	b, err := w.store.Get(ctx, w.checkpointKey())
 	if err == nil && len(b) > 0 {
 		err = w.state.unmarshal(b)
+		w.stored = err == nil
 	}
 	if err != nil {
 		w.logger.Warn("Cannot read the checkpoint; starting without it", zap.String("namespace", w.ns), zap.Error(err))
@@ -274,6 +276,10 @@ type snapshot struct {
 }
 
 // persist writes the checkpoint; final (the watch stops): the state now.
+// With checkpoint_delay, a watch that has no checkpoint yet writes its
+// first state at once: the oldest it will have (with initial: none, where
+// it starts, before anything is emitted), where a restart with none would
+// start from the present and skip the gap.
 func (w *watcher) persist(ctx context.Context, final bool) {
 	if w.store == nil || !w.state.started() {
 		return
@@ -281,7 +287,7 @@ func (w *watcher) persist(ctx context.Context, final bool) {
 	now := w.clock()
 	w.savedAt = now
 	b, err := w.state.marshal()
-	if err == nil && !final && w.cfg.CheckpointDelay > 0 {
+	if err == nil && !final && w.cfg.CheckpointDelay > 0 && w.stored {
 		b = w.delayed(now, b)
 		if b == nil {
 			return
@@ -289,6 +295,9 @@ func (w *watcher) persist(ctx context.Context, final bool) {
 	}
 	if err == nil {
 		err = w.store.Set(ctx, w.checkpointKey(), b)
+	}
+	if err == nil {
+		w.stored = true
 	}
 	if err != nil {
 		w.logger.Warn("Cannot save the checkpoint", zap.String("namespace", w.ns), zap.Error(err))
