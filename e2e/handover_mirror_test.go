@@ -30,7 +30,8 @@ import (
 // is in B with exactly A's total; every series key has exactly one object
 // in B (finish_after is the default 6m, so no series ends during a test and
 // any second object is a defect, not a continuation); and the file sink got
-// no occurrence twice (or at most the stated bound).
+// no occurrence counted twice and no record again (after a crash: at most
+// the stated bound of records again).
 
 // handoverSpeed replays the storm 10 times faster than recorded: about 18 s.
 const handoverSpeed = 10
@@ -119,16 +120,16 @@ func assertOneObjectPerSeries(t *testing.T, r mirrorResult) {
 	assert.Zero(t, multi, "series keys written as more than one object in B (of %d)", keys)
 }
 
-// assertSink checks the third column against the source's totals: at most
-// bound occurrences counted twice and records re-emitted, none missing.
+// assertSink checks the third column against the source's totals: nothing
+// counted twice or missing, and at most bound records emitted again.
 func assertSink(t *testing.T, sink sinkResult, r mirrorResult, bound int64) {
 	t.Helper()
 	extra, missing, diffs := sink.recounted(r.a.Pairs)
-	t.Logf("file sink: %d records, %d series, %d re-emitted records, %d occurrences counted twice, %d missing (bound %d)",
-		sink.records, sink.series, sink.reemitted, extra, missing, bound)
+	t.Logf("file sink: %d records, %d series, %d re-emitted records (bound %d), %d occurrences counted twice, %d missing",
+		sink.records, sink.series, sink.reemitted, bound, extra, missing)
 	assert.Positive(t, sink.records, "the sink got the processor's records")
 	assert.Zero(t, missing, "occurrences missing from the sink: %s", strings.Join(diffs[:min(5, len(diffs))], "; "))
-	assert.LessOrEqual(t, extra, bound, "occurrences the sink got twice: %s", strings.Join(diffs[:min(5, len(diffs))], "; "))
+	assert.Zero(t, extra, "occurrences the sink got twice: %s", strings.Join(diffs[:min(5, len(diffs))], "; "))
 	assert.LessOrEqual(t, int64(sink.reemitted), bound, "records the sink got again")
 }
 
@@ -159,12 +160,23 @@ func TestHandOverMirrorRollout(t *testing.T) {
 	assertSink(t, sink, r, 0)
 }
 
+// crashReplay bounds what the sink may get again after a SIGKILL: the
+// receiver's checkpoint trails by checkpoint_delay (10 s in mirror.yaml)
+// plus its 1 s save interval, and 2 s are left for a late save; only
+// records of occurrences that reached A in that window before the kill can
+// be emitted again.
+const crashReplay = 13 * time.Second
+
 // TestHandOverMirrorCrash: SIGKILL of the active pod mid-storm, and the pod
-// starts again on the same volume. What was queued is kept; the receiver's
-// checkpoint lags by up to a second and the processor's saved state by up to
-// 5 s, so what reached A within crashWindow (8 s) before the kill may be
-// counted or re-emitted again: that is the bound, for B and for the sink.
-// One object per series holds (the restored series keep their names).
+// starts again on the same volume. What was queued is kept; the processor
+// restores the state it saved last (at most 5 s old); the receiver's
+// checkpoint trails that (checkpoint_delay: 10s), so it emits the last
+// seconds again and the processor counts exactly what it had not saved,
+// under the same names. The API server gets exact totals and one object per
+// series; the sink gets nothing counted twice, and records again at most
+// for what reached A within crashReplay before the kill (each such record
+// states at least one of those occurrences). Without checkpoint_delay this
+// test lost an occurrence and wrote 17 of 173 series as two objects.
 func TestHandOverMirrorCrash(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
@@ -178,17 +190,11 @@ func TestHandOverMirrorCrash(t *testing.T) {
 	c = h.start(t)
 	pause := awaitEmitting(t, c, killed)
 	r, drops, sink, sent := h.finish(ctx, t, c, run, "crash")
-	bound := run.log.within(killed.Add(-crashWindow), killed)
-	t.Logf("crash after %d of %d occurrences sent: pause (SIGKILL to the new pod's first record) %v; bound %d occurrences", sentAtKill, sent, pause, bound)
-	assertCrashPromise(t, r, bound, drops)
-	// Not one object per series: a series the processor started after its
-	// last save is decided again after the restart under another name (the
-	// name counts the states the processor made, which a replay does not
-	// reproduce), so it gets a second object: at most one per series that
-	// started in the crash window, at most the bound.
-	keys, multi := multiObjectKeys(r.bEvents)
-	t.Logf("crash: %d of %d series keys written as more than one object", multi, keys)
-	assert.LessOrEqual(t, int64(multi), bound, "series keys with a second object")
+	bound := run.log.within(killed.Add(-crashReplay), killed)
+	t.Logf("crash after %d of %d occurrences sent: pause (SIGKILL to the new pod's first record) %v; %d occurrences reached A within %v before the kill",
+		sentAtKill, sent, pause, bound, crashReplay)
+	assertFaultPromise(t, r, sent, drops)
+	assertOneObjectPerSeries(t, r)
 	assertSink(t, sink, r, bound)
 }
 
