@@ -60,7 +60,7 @@ func TestScaleOut(t *testing.T) {
 	require.NoError(t, single.Stop(time.Minute))
 	// The shutdown flush waits in the persistent queue: the next start writes it.
 	single = startCollectorEnv(t, singleDir, tier2, singleEnv)
-	awaitOccurrences(t, cs, "k8sevents.io/e2e-single", truth)
+	awaitOccurrences(t, cs, "k8sevents.io/e2e-single", truth, 0)
 	require.NoError(t, single.Stop(time.Minute))
 	singleWrites := settledEventRequests(t, cs) - before
 	one := readScaleOut(t, cs, "k8sevents.io/e2e-single")
@@ -99,7 +99,7 @@ func TestScaleOut(t *testing.T) {
 	for i := range tier2s {
 		tier2s[i] = startCollectorEnv(t, dirs[i], tier2, envs[i])
 	}
-	awaitOccurrences(t, cs, "k8sevents.io/e2e-scaled", truth)
+	awaitOccurrences(t, cs, "k8sevents.io/e2e-scaled", truth, 0)
 	for _, c := range tier2s {
 		require.NoError(t, c.Stop(time.Minute))
 	}
