@@ -100,7 +100,7 @@ func TestDeployManifests(t *testing.T) {
 	})
 	// Shutdown flushes the open series (exact count) into the persistent
 	// queue, which keeps what it has not written for the next start rather
-	// than draining: a restarted mirror (the Deployment's normal case)
+	// than draining: a restarted mirror (the StatefulSet's normal case)
 	// writes it.
 	require.NoError(t, c.Stop(time.Minute))
 	c = startCollectorEnv(t, dir, cm.Data["config.yaml"], env)
