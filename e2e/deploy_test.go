@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 	authnv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
@@ -100,7 +101,7 @@ func TestDeployManifests(t *testing.T) {
 	})
 	// Shutdown flushes the open series (exact count) into the persistent
 	// queue, which keeps what it has not written for the next start rather
-	// than draining: a restarted mirror (the Deployment's normal case)
+	// than draining: a restarted mirror (the StatefulSet's normal case)
 	// writes it.
 	require.NoError(t, c.Stop(time.Minute))
 	c = startCollectorEnv(t, dir, cm.Data["config.yaml"], env)
@@ -150,8 +151,10 @@ func manifests(t *testing.T, files ...string) []*unstructured.Unstructured {
 	return objs
 }
 
-// apply creates the objects with the server's validation (strict field
-// validation: an unknown or misspelt field fails the test).
+// apply creates the objects with strict server-side field validation (an
+// unknown or misspelt field fails the test); workloads go through a dry run
+// first. A Namespace that exists already (both shapes declare theirs) is
+// fine; anything else that exists is not.
 func apply(ctx context.Context, t *testing.T, cfg *rest.Config, objs []*unstructured.Unstructured) {
 	t.Helper()
 	dc, err := dynamic.NewForConfig(cfg)
@@ -163,7 +166,15 @@ func apply(ctx context.Context, t *testing.T, cfg *rest.Config, objs []*unstruct
 		gvk := obj.GroupVersionKind()
 		m, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
 		require.NoError(t, err, gvk.String())
-		_, err = dc.Resource(m.Resource).Namespace(obj.GetNamespace()).Create(ctx, obj, metav1.CreateOptions{FieldValidation: "Strict"})
+		ri := dc.Resource(m.Resource).Namespace(obj.GetNamespace())
+		if gvk.Group == "apps" {
+			_, err = ri.Create(ctx, obj, metav1.CreateOptions{FieldValidation: "Strict", DryRun: []string{metav1.DryRunAll}})
+			require.NoError(t, err, "dry run: %s %s", gvk.Kind, obj.GetName())
+		}
+		_, err = ri.Create(ctx, obj, metav1.CreateOptions{FieldValidation: "Strict"})
+		if gvk.Kind == "Namespace" && apierrors.IsAlreadyExists(err) {
+			continue
+		}
 		require.NoError(t, err, "%s %s", gvk.Kind, obj.GetName())
 	}
 }

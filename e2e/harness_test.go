@@ -51,8 +51,9 @@ func startCollector(t testing.TB, dir, cfg string) *collector {
 }
 
 // startCollectorEnv is startCollector with environment variables (NAME=value)
-// for the ${env:NAME} references of a ready configuration.
-func startCollectorEnv(t testing.TB, dir, cfg string, env []string) *collector {
+// for the ${env:NAME} references of a ready configuration, and more overlays
+// merged over cfg (a ready configuration run with a test's settings).
+func startCollectorEnv(t testing.TB, dir, cfg string, env []string, overlays ...string) *collector {
 	t.Helper()
 	c := &collector{health: freePort(t), metrics: freePort(t)}
 	overlay := fmt.Sprintf(`
@@ -68,7 +69,7 @@ service:
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	proc, err := collectorproc.Start(ctx, collectorproc.Options{
-		Binary: binary(t), Config: cfg, Overlays: []string{overlay}, Dir: dir, Env: env,
+		Binary: binary(t), Config: cfg, Overlays: append(append([]string(nil), overlays...), overlay), Dir: dir, Env: env,
 		HealthURL: fmt.Sprintf("http://127.0.0.1:%d/", c.health),
 	})
 	require.NoError(t, err, "config:\n%s", cfg)

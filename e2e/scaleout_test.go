@@ -52,9 +52,15 @@ func TestScaleOut(t *testing.T) {
 	// The reference: one collector.
 	before := eventRequests(t, cs)
 	endpoint := loopback(t)
-	single := startCollectorEnv(t, t.TempDir(), tier2, append(env, "OTLP_GRPC_ENDPOINT="+endpoint, "OTLP_HTTP_ENDPOINT="+loopback(t),
-		"REPORTING_CONTROLLER=k8sevents.io/e2e-single", "REPORTING_INSTANCE=single"))
+	singleDir := t.TempDir()
+	singleEnv := append(env, "OTLP_GRPC_ENDPOINT="+endpoint, "OTLP_HTTP_ENDPOINT="+loopback(t), "STORAGE_DIR="+filepath.Join(singleDir, "storage"),
+		"REPORTING_CONTROLLER=k8sevents.io/e2e-single", "REPORTING_INSTANCE=single")
+	single := startCollectorEnv(t, singleDir, tier2, singleEnv)
 	sendAll(ctx, t, endpoint, occs)
+	require.NoError(t, single.Stop(time.Minute))
+	// The shutdown flush waits in the persistent queue: the next start writes it.
+	single = startCollectorEnv(t, singleDir, tier2, singleEnv)
+	awaitOccurrences(t, cs, "k8sevents.io/e2e-single", truth, 0)
 	require.NoError(t, single.Stop(time.Minute))
 	singleWrites := settledEventRequests(t, cs) - before
 	one := readScaleOut(t, cs, "k8sevents.io/e2e-single")
@@ -64,12 +70,14 @@ func TestScaleOut(t *testing.T) {
 	// Three tier-2 collectors behind one tier-1 collector.
 	before = eventRequests(t, cs)
 	var tier2s []*collector
-	var backends []string
+	var backends, dirs []string
+	var envs [][]string
 	for i := range 3 {
-		ep := loopback(t)
-		tier2s = append(tier2s, startCollectorEnv(t, t.TempDir(), tier2, append(env, "OTLP_GRPC_ENDPOINT="+ep, "OTLP_HTTP_ENDPOINT="+loopback(t),
-			"REPORTING_CONTROLLER=k8sevents.io/e2e-scaled", fmt.Sprintf("REPORTING_INSTANCE=tier2-%d", i))))
-		backends = append(backends, ep)
+		ep, dir := loopback(t), t.TempDir()
+		envs = append(envs, append(append([]string(nil), env...), "OTLP_GRPC_ENDPOINT="+ep, "OTLP_HTTP_ENDPOINT="+loopback(t),
+			"STORAGE_DIR="+filepath.Join(dir, "storage"), "REPORTING_CONTROLLER=k8sevents.io/e2e-scaled", fmt.Sprintf("REPORTING_INSTANCE=tier2-%d", i)))
+		tier2s = append(tier2s, startCollectorEnv(t, dir, tier2, envs[i]))
+		backends, dirs = append(backends, ep), append(dirs, dir)
 	}
 	endpoint = loopback(t)
 	lb := startCollectorEnv(t, t.TempDir(), tier1, []string{"OTLP_GRPC_ENDPOINT=" + endpoint, "OTLP_HTTP_ENDPOINT=" + loopback(t),
@@ -85,6 +93,13 @@ func TestScaleOut(t *testing.T) {
 		assert.Positive(t, split[i], "tier-2 collector %d got no occurrence", i)
 	}
 	require.Equal(t, float64(len(occs)), total, "occurrences counted by tier 2 after tier 1 stopped: %v", split)
+	for _, c := range tier2s {
+		require.NoError(t, c.Stop(time.Minute))
+	}
+	for i := range tier2s {
+		tier2s[i] = startCollectorEnv(t, dirs[i], tier2, envs[i])
+	}
+	awaitOccurrences(t, cs, "k8sevents.io/e2e-scaled", truth, 0)
 	for _, c := range tier2s {
 		require.NoError(t, c.Stop(time.Minute))
 	}
