@@ -70,6 +70,9 @@ type Event struct {
 	// Written by the eventseries processor.
 	SeriesState string
 	Aggregated  bool
+	// NewOccurrences: what this record adds to the occurrences of its
+	// Event object since the object's previous record.
+	NewOccurrences int64
 }
 
 // ObjectNamespace is the namespace the Event object lives in: its own when

@@ -38,6 +38,11 @@ const (
 	AttrSeriesLastObserved  = "k8s.event.series.last_observed_time"
 	AttrSeriesState         = "k8s.event.series.state"
 	AttrAggregated          = "k8s.event.aggregated"
+	// AttrNewOccurrences is written by the eventseries processor on every
+	// record it emits: the occurrences this record accounts for that the
+	// previous record of the same Event object did not (0 for a repeat).
+	// Summed over a pipeline's output, it gives the true occurrences.
+	AttrNewOccurrences = "k8s.event.occurrences.new"
 
 	// Additions to the contract, so that both APIs round-trip: the Event
 	// object's own namespace when it is not the one derived from the
@@ -91,6 +96,7 @@ const (
 	keyEventTime
 	keySeriesLastObserved
 	keyStartTime
+	keyNewOccurrences
 	numContractKeys
 )
 
@@ -129,6 +135,7 @@ var ContractKeys = [numContractKeys]string{
 	AttrEventTime,
 	AttrSeriesLastObserved,
 	AttrStartTime,
+	AttrNewOccurrences,
 }
 
 // keyIndex is k's place in ContractKeys, or -1 for a key outside the

@@ -107,6 +107,8 @@ func decodeKey(i contractKey, v pcommon.Value, dst *Event, opts DecodeOptions) (
 		dst.SeriesState = str(v)
 	case keyAggregated:
 		dst.Aggregated = v.Type() == pcommon.ValueTypeBool && v.Bool()
+	case keyNewOccurrences:
+		dst.NewOccurrences, p = integer(v)
 	case keyFirstTimestamp:
 		p = decodeTime(v, &dst.FirstTimestamp, opts, 0)
 	case keyLastTimestamp:
@@ -198,6 +200,9 @@ func Encode(ev *Event, lr plog.LogRecord) {
 	putStr(attrs, AttrSeriesState, ev.SeriesState)
 	if ev.Aggregated {
 		attrs.PutBool(AttrAggregated, true)
+	}
+	if ev.NewOccurrences > 0 {
+		attrs.PutInt(AttrNewOccurrences, ev.NewOccurrences)
 	}
 	lr.SetEventName(EventName)
 	lr.Body().SetStr(ev.Note)
