@@ -12,6 +12,14 @@ const (
 	TypeWarning = "Warning"
 )
 
+// Event types the API server does not accept but emitters use and records
+// keep (contrib's k8s_events receiver maps them to ERROR and FATAL): only a
+// writer to the API server turns them into one it accepts (APIType).
+const (
+	TypeError    = "Error"
+	TypeCritical = "Critical"
+)
+
 // Series states written by the eventseries processor.
 const (
 	StateSingleton = "singleton"

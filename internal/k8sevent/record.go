@@ -135,9 +135,15 @@ func DecodeRecord(lr plog.LogRecord, dst *Event, opts DecodeOptions) (problems P
 	if t := lr.SeverityText(); t != "" {
 		dst.Type = t
 	} else if n := lr.SeverityNumber(); n != plog.SeverityNumberUnspecified {
-		dst.Type = TypeNormal
-		if n >= plog.SeverityNumberWarn {
+		switch {
+		case n >= plog.SeverityNumberFatal:
+			dst.Type = TypeCritical
+		case n >= plog.SeverityNumberError:
+			dst.Type = TypeError
+		case n >= plog.SeverityNumberWarn:
 			dst.Type = TypeWarning
+		default:
+			dst.Type = TypeNormal
 		}
 	}
 	if ts := lr.Timestamp(); ts > maxTimestamp {
@@ -212,7 +218,9 @@ func Encode(ev *Event, lr plog.LogRecord) {
 	}
 }
 
-// SetType writes an Event type as severity text and number.
+// SetType writes an Event type as severity text and number, as contrib's
+// k8s_events receiver does: Normal INFO, Warning WARN, Error ERROR,
+// Critical FATAL.
 func SetType(lr plog.LogRecord, typ string) {
 	lr.SetSeverityText(typ)
 	switch typ {
@@ -220,6 +228,10 @@ func SetType(lr plog.LogRecord, typ string) {
 		lr.SetSeverityNumber(plog.SeverityNumberWarn)
 	case TypeNormal:
 		lr.SetSeverityNumber(plog.SeverityNumberInfo)
+	case TypeError:
+		lr.SetSeverityNumber(plog.SeverityNumberError)
+	case TypeCritical:
+		lr.SetSeverityNumber(plog.SeverityNumberFatal)
 	}
 }
 
