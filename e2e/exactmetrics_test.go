@@ -52,8 +52,13 @@ func TestExactMetrics(t *testing.T) {
 		"POD_IP=127.0.0.1", fmt.Sprint("PROMETHEUS_PORT=", prom),
 		"SERIES_FINISH_AFTER=2s", // the heartbeat stays at the config's 1m: it does not fire during the test
 	})
+	// scrape reads the prometheus exporter; before the first point it
+	// serves nothing, which reads as no samples.
 	scrape := func() collectorproc.Metrics {
 		m, err := c.Metrics(ctx, fmt.Sprintf("http://127.0.0.1:%d/metrics", prom))
+		if err != nil && strings.Contains(err.Error(), "no metrics") {
+			return collectorproc.Metrics{}
+		}
 		require.NoError(t, err)
 		return m
 	}
@@ -87,6 +92,14 @@ func TestExactMetrics(t *testing.T) {
 		return true, ""
 	})
 
+	var samples []string
+	for k, v := range m {
+		if strings.HasPrefix(k, occurrencesMetric+"{") {
+			samples = append(samples, fmt.Sprintf("%s %v", k, v))
+		}
+	}
+	sort.Strings(samples)
+	t.Logf("scraped:\n%s", strings.Join(samples, "\n"))
 	own := c.scrape(t)
 	recordsOut, counted := own.Sum("otelcol_processor_eventseries_records_out"), own.Sum("otelcol_processor_eventseries_occurrences")
 	t.Logf("%d (namespace, reason) pairs, %v occurrences: the processor emitted %v records, the counter says %v; took %v",
