@@ -39,6 +39,22 @@ type ObjectRef struct {
 	ResourceVersion string
 }
 
+// Cluster identifies a cluster as the semantic conventions do: its name
+// (k8s.cluster.name, given by configuration) and the uid of its
+// kube-system namespace (k8s.cluster.uid).
+type Cluster struct {
+	Name string
+	UID  string
+}
+
+// String names the cluster: its name, else its uid, else "".
+func (c Cluster) String() string {
+	if c.Name != "" {
+		return c.Name
+	}
+	return c.UID
+}
+
 // IsZero reports whether no field of the reference is set.
 func (r ObjectRef) IsZero() bool { return r == ObjectRef{} }
 
@@ -58,6 +74,9 @@ type Event struct {
 
 	Regarding ObjectRef
 	Related   ObjectRef // zero when absent
+
+	// Cluster is the cluster the Event was recorded in; zero when unknown.
+	Cluster Cluster
 
 	ReportingController string
 	ReportingInstance   string

@@ -50,6 +50,13 @@ const (
 	AttrEventNamespace = "k8s.event.namespace"
 	AttrEventTime      = "k8s.event.time"
 
+	// The cluster the Event was recorded in (semantic conventions): on the
+	// resource of what the k8sevents receiver emits; the processor keeps
+	// two clusters' records apart, the exporter annotates what it writes.
+	// k8s.cluster.uid is the uid of the cluster's kube-system namespace.
+	AttrClusterName = "k8s.cluster.name"
+	AttrClusterUID  = "k8s.cluster.uid"
+
 	// Read only: the contrib k8s_events receiver's creation timestamp, used as
 	// the first occurrence when nothing better is present.
 	AttrStartTime = "k8s.event.start_time"
@@ -97,6 +104,8 @@ const (
 	keySeriesLastObserved
 	keyStartTime
 	keyNewOccurrences
+	keyClusterName
+	keyClusterUID
 	numContractKeys
 )
 
@@ -136,6 +145,8 @@ var ContractKeys = [numContractKeys]string{
 	AttrSeriesLastObserved,
 	AttrStartTime,
 	AttrNewOccurrences,
+	AttrClusterName,
+	AttrClusterUID,
 }
 
 // keyIndex is k's place in ContractKeys, or -1 for a key outside the

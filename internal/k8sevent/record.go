@@ -43,9 +43,9 @@ func DecodeAttributes(attrs pcommon.Map, dst *Event, opts DecodeOptions) (proble
 		}
 		seen |= 1 << i
 		problems |= decodeKey(i, v, dst, opts)
-		// The namespace and node keys also sit on every log from a pod or
-		// node; alone they do not make a record an Event.
-		found = found || (i != keyNamespace && i != keyNodeName)
+		// The namespace, node and cluster keys also sit on every log from a
+		// pod or node; alone they do not make a record an Event.
+		found = found || (i != keyNamespace && i != keyNodeName && i != keyClusterName && i != keyClusterUID)
 	}
 	return problems, found
 }
@@ -109,6 +109,10 @@ func decodeKey(i contractKey, v pcommon.Value, dst *Event, opts DecodeOptions) (
 		dst.Aggregated = v.Type() == pcommon.ValueTypeBool && v.Bool()
 	case keyNewOccurrences:
 		dst.NewOccurrences, p = integer(v)
+	case keyClusterName:
+		dst.Cluster.Name = str(v)
+	case keyClusterUID:
+		dst.Cluster.UID = str(v)
 	case keyFirstTimestamp:
 		p = decodeTime(v, &dst.FirstTimestamp, opts, 0)
 	case keyLastTimestamp:
@@ -193,6 +197,8 @@ func Encode(ev *Event, lr plog.LogRecord) {
 	putStr(attrs, AttrRelatedAPIVersion, ev.Related.APIVersion)
 	putStr(attrs, AttrRelatedFieldPath, ev.Related.FieldPath)
 	putStr(attrs, AttrRelatedResourceVer, ev.Related.ResourceVersion)
+	putStr(attrs, AttrClusterName, ev.Cluster.Name)
+	putStr(attrs, AttrClusterUID, ev.Cluster.UID)
 	if ev.Count > 0 {
 		attrs.PutInt(AttrCount, ev.Count)
 	}

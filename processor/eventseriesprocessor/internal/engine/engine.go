@@ -163,7 +163,7 @@ func New(cfg Config) (*Engine, error) {
 			return nil, fmt.Errorf("unknown spam key part %q", part)
 		}
 	}
-	e.spamL = layout{tag: 'P', key: spamFields}
+	e.spamL = layout{tag: 'P', key: append(spamFields, clusterFields...)} // one filter per cluster, as each has its own recorders
 	if err := e.reset(); err != nil {
 		return nil, err
 	}
@@ -305,7 +305,7 @@ func (e *Engine) newState(l *layout, ev *k8sevent.Event, t int64) *state {
 	e.made++
 	st := &state{packed: packed, keyLen: keyLen, heapIdx: -1, first: t, last: t, seenAt: e.now,
 		note: l.field(packed, fNote),
-		name: k8sevent.GenerateName(ev.Regarding.Name, time.Unix(0, t), key+strconv.FormatUint(e.made, 10))}
+		name: k8sevent.GenerateName(ev.Regarding.Name, time.Unix(0, t), nameKey(key)+strconv.FormatUint(e.made, 10))}
 	e.states.Add(key, st)
 	return st
 }
