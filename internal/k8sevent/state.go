@@ -92,6 +92,13 @@ func EncodeRepairs(lr plog.LogRecord, ev *Event, problems Problem) {
 	}
 }
 
+// EncodeCluster writes the cluster onto a resource's attributes (the keys
+// that are known).
+func EncodeCluster(attrs pcommon.Map, c Cluster) {
+	putStr(attrs, AttrClusterName, c.Name)
+	putStr(attrs, AttrClusterUID, c.UID)
+}
+
 func putOrRemove(attrs pcommon.Map, k, v string) {
 	if v == "" {
 		attrs.Remove(k)

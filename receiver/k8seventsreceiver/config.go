@@ -36,6 +36,9 @@ type Config struct {
 	WatchIdleTimeout time.Duration `mapstructure:"watch_idle_timeout"`
 	// ListPageSize is the page size of lists.
 	ListPageSize int64 `mapstructure:"list_page_size"`
+	// ClusterName is written as k8s.cluster.name on every record's
+	// resource; "": none (k8s.cluster.uid is written either way).
+	ClusterName string `mapstructure:"cluster_name"`
 
 	// prevent unkeyed literal initialization
 	_ struct{}
@@ -72,6 +75,9 @@ func (cfg *Config) Validate() error {
 	}
 	if cfg.WatchIdleTimeout <= 0 {
 		errs = append(errs, fmt.Errorf("watch_idle_timeout: must be positive, have %s", cfg.WatchIdleTimeout))
+	}
+	if len(cfg.ClusterName) > k8sevent.MaxNameBytes {
+		errs = append(errs, fmt.Errorf("cluster_name: longer than %d bytes", k8sevent.MaxNameBytes))
 	}
 	if cfg.ListPageSize <= 0 {
 		errs = append(errs, fmt.Errorf("list_page_size: must be positive, have %d", cfg.ListPageSize))
