@@ -145,7 +145,9 @@ func (r *rig) objectsAbout(t *testing.T, pod string) int {
 // of an object's last record fail (5xx, 429, a held request, a reset, an
 // answer lost after the server applied the write), once or for a while.
 // The object ends with the exact count through both APIs, and it is the
-// only object about its pod.
+// only object about its pod. The records are of type Error and state their
+// cluster (issue 17 items 3 and 5): the object is a Warning annotated with
+// its cluster, whichever attempt wrote it.
 func TestFaultOnTheLastRecord(t *testing.T) {
 	r := newRig(t)
 	for _, api := range []string{k8sevent.APIEventsV1, k8sevent.APICoreV1} {
@@ -166,6 +168,7 @@ func runFault(t *testing.T, r *rig, api string, kind faultKind, f fault, id stri
 	recs := kind.recs(name)
 	for i := range recs {
 		recs[i].Regarding.Name, recs[i].Regarding.UID = pod, "uid-"+id
+		recs[i].Type, recs[i].Cluster = k8sevent.TypeError, k8sevent.Cluster{Name: "east", UID: "uid-east"}
 	}
 	last := recs[len(recs)-1]
 	want := max(last.Count, last.SeriesCount, 1)
@@ -235,6 +238,10 @@ func runFault(t *testing.T, r *rig, api string, kind faultKind, f fault, id stri
 	require.NoError(t, err)
 	assert.Equal(t, []int64{want, want}, []int64{core, events}, "still exact once every retry is done")
 	assert.Equal(t, 1, r.objectsAbout(t, pod), "one object per series")
+	obj, err := r.srv.Clientset().CoreV1().Events("shop").Get(context.Background(), name, metav1.GetOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, k8sevent.TypeWarning, obj.Type, "Error is written as Warning")
+	assert.Equal(t, "east", obj.Annotations[k8sevent.AnnotationSourceCluster])
 	assert.Zero(t, counter(t, tel, "otelcol_exporter_k8sevent_writes", "outcome", "stale"))
 	assert.Zero(t, counter(t, tel, "otelcol_exporter_k8sevent_permanent_failures", "reason", "rejected"))
 }

@@ -121,6 +121,7 @@ func (w *writer) prepare(ev *k8sevent.Event, instance string) error {
 	if _, fatal := k8sevent.Sanitize(ev, time.Now()); fatal != 0 {
 		return consumererror.NewPermanent(fmt.Errorf("invalid event record (%s)", fatal))
 	}
+	ev.Type = k8sevent.APIType(ev.Type) // records keep Error and Critical; the API takes Normal or Warning
 	ns := ev.ObjectNamespace()
 	if len(w.cfg.Namespaces) > 0 && !slices.Contains(w.cfg.Namespaces, ns) {
 		return consumererror.NewPermanent(fmt.Errorf("%w: %q", errNamespace, ns))

@@ -8,13 +8,14 @@ import (
 
 const module = "github.com/k8sevents/otel-k8sevents"
 
-// TestShippedCodeImportsNoHarness lists what the three components compile
+// TestShippedCodeImportsNoHarness lists what the four components compile
 // into the collector binary and fails if any of it is test or demo support.
 func TestShippedCodeImportsNoHarness(t *testing.T) {
 	out, err := exec.Command("go", "list", "-deps",
 		module+"/receiver/k8seventsreceiver",
 		module+"/processor/eventseriesprocessor",
 		module+"/exporter/k8seventexporter",
+		module+"/connector/eventsumconnector",
 	).CombinedOutput()
 	if err != nil {
 		t.Fatalf("go list -deps: %v\n%s", err, out)

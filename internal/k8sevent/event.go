@@ -12,6 +12,14 @@ const (
 	TypeWarning = "Warning"
 )
 
+// Event types the API server does not accept but emitters use and records
+// keep (contrib's k8s_events receiver maps them to ERROR and FATAL): only a
+// writer to the API server turns them into one it accepts (APIType).
+const (
+	TypeError    = "Error"
+	TypeCritical = "Critical"
+)
+
 // Series states written by the eventseries processor.
 const (
 	StateSingleton = "singleton"
@@ -29,6 +37,22 @@ type ObjectRef struct {
 	APIVersion      string
 	FieldPath       string
 	ResourceVersion string
+}
+
+// Cluster identifies a cluster as the semantic conventions do: its name
+// (k8s.cluster.name, given by configuration) and the uid of its
+// kube-system namespace (k8s.cluster.uid).
+type Cluster struct {
+	Name string
+	UID  string
+}
+
+// String names the cluster: its name, else its uid, else "".
+func (c Cluster) String() string {
+	if c.Name != "" {
+		return c.Name
+	}
+	return c.UID
 }
 
 // IsZero reports whether no field of the reference is set.
@@ -51,6 +75,9 @@ type Event struct {
 	Regarding ObjectRef
 	Related   ObjectRef // zero when absent
 
+	// Cluster is the cluster the Event was recorded in; zero when unknown.
+	Cluster Cluster
+
 	ReportingController string
 	ReportingInstance   string
 	SourceComponent     string
@@ -70,6 +97,9 @@ type Event struct {
 	// Written by the eventseries processor.
 	SeriesState string
 	Aggregated  bool
+	// NewOccurrences: what this record adds to the occurrences of its
+	// Event object since the object's previous record.
+	NewOccurrences int64
 }
 
 // ObjectNamespace is the namespace the Event object lives in: its own when

@@ -187,7 +187,7 @@ func FuzzDecode(f *testing.F) {
 			return
 		}
 		require.LessOrEqual(t, len(ev.Note), k8sevent.MaxNoteBytes)
-		require.Contains(t, []string{k8sevent.TypeNormal, k8sevent.TypeWarning}, ev.Type)
+		require.Contains(t, []string{k8sevent.TypeNormal, k8sevent.TypeWarning, k8sevent.TypeError, k8sevent.TypeCritical}, ev.Type)
 		require.LessOrEqual(t, len(ev.Reason), k8sevent.MaxFieldBytes)
 		require.LessOrEqual(t, len(ev.Action), k8sevent.MaxFieldBytes)
 		require.LessOrEqual(t, len(ev.ReportingInstance), k8sevent.MaxFieldBytes)

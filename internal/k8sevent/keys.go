@@ -38,12 +38,24 @@ const (
 	AttrSeriesLastObserved  = "k8s.event.series.last_observed_time"
 	AttrSeriesState         = "k8s.event.series.state"
 	AttrAggregated          = "k8s.event.aggregated"
+	// AttrNewOccurrences is written by the eventseries processor on every
+	// record it emits: the occurrences this record accounts for that the
+	// previous record of the same Event object did not (0 for a repeat).
+	// Summed over a pipeline's output, it gives the true occurrences.
+	AttrNewOccurrences = "k8s.event.occurrences.new"
 
 	// Additions to the contract, so that both APIs round-trip: the Event
 	// object's own namespace when it is not the one derived from the
 	// regarding object, and events.k8s.io eventTime.
 	AttrEventNamespace = "k8s.event.namespace"
 	AttrEventTime      = "k8s.event.time"
+
+	// The cluster the Event was recorded in (semantic conventions): on the
+	// resource of what the k8sevents receiver emits; the processor keeps
+	// two clusters' records apart, the exporter annotates what it writes.
+	// k8s.cluster.uid is the uid of the cluster's kube-system namespace.
+	AttrClusterName = "k8s.cluster.name"
+	AttrClusterUID  = "k8s.cluster.uid"
 
 	// Read only: the contrib k8s_events receiver's creation timestamp, used as
 	// the first occurrence when nothing better is present.
@@ -91,6 +103,9 @@ const (
 	keyEventTime
 	keySeriesLastObserved
 	keyStartTime
+	keyNewOccurrences
+	keyClusterName
+	keyClusterUID
 	numContractKeys
 )
 
@@ -129,6 +144,9 @@ var ContractKeys = [numContractKeys]string{
 	AttrEventTime,
 	AttrSeriesLastObserved,
 	AttrStartTime,
+	AttrNewOccurrences,
+	AttrClusterName,
+	AttrClusterUID,
 }
 
 // keyIndex is k's place in ContractKeys, or -1 for a key outside the

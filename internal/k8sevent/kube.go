@@ -129,8 +129,22 @@ func (e *Event) ToEventsV1() *eventsv1.Event {
 	return out
 }
 
+// Annotations on an Event written for a record that states its cluster, so
+// that a hub written to by many clusters tells their Events apart.
+const (
+	AnnotationSourceCluster    = "k8sevents.io/source-cluster"     // its name, else its uid
+	AnnotationSourceClusterUID = "k8sevents.io/source-cluster-uid" // when known
+)
+
 func (e *Event) objectMeta() metav1.ObjectMeta {
-	return metav1.ObjectMeta{Name: e.Name, Namespace: e.ObjectNamespace(), UID: types.UID(e.UID)}
+	m := metav1.ObjectMeta{Name: e.Name, Namespace: e.ObjectNamespace(), UID: types.UID(e.UID)}
+	if c := e.Cluster.String(); c != "" {
+		m.Annotations = map[string]string{AnnotationSourceCluster: c}
+		if e.Cluster.UID != "" {
+			m.Annotations[AnnotationSourceClusterUID] = e.Cluster.UID
+		}
+	}
+	return m
 }
 
 func refFromKube(r corev1.ObjectReference) ObjectRef {

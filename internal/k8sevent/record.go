@@ -43,9 +43,9 @@ func DecodeAttributes(attrs pcommon.Map, dst *Event, opts DecodeOptions) (proble
 		}
 		seen |= 1 << i
 		problems |= decodeKey(i, v, dst, opts)
-		// The namespace and node keys also sit on every log from a pod or
-		// node; alone they do not make a record an Event.
-		found = found || (i != keyNamespace && i != keyNodeName)
+		// The namespace, node and cluster keys also sit on every log from a
+		// pod or node; alone they do not make a record an Event.
+		found = found || (i != keyNamespace && i != keyNodeName && i != keyClusterName && i != keyClusterUID)
 	}
 	return problems, found
 }
@@ -107,6 +107,12 @@ func decodeKey(i contractKey, v pcommon.Value, dst *Event, opts DecodeOptions) (
 		dst.SeriesState = str(v)
 	case keyAggregated:
 		dst.Aggregated = v.Type() == pcommon.ValueTypeBool && v.Bool()
+	case keyNewOccurrences:
+		dst.NewOccurrences, p = integer(v)
+	case keyClusterName:
+		dst.Cluster.Name = str(v)
+	case keyClusterUID:
+		dst.Cluster.UID = str(v)
 	case keyFirstTimestamp:
 		p = decodeTime(v, &dst.FirstTimestamp, opts, 0)
 	case keyLastTimestamp:
@@ -133,9 +139,15 @@ func DecodeRecord(lr plog.LogRecord, dst *Event, opts DecodeOptions) (problems P
 	if t := lr.SeverityText(); t != "" {
 		dst.Type = t
 	} else if n := lr.SeverityNumber(); n != plog.SeverityNumberUnspecified {
-		dst.Type = TypeNormal
-		if n >= plog.SeverityNumberWarn {
+		switch {
+		case n >= plog.SeverityNumberFatal:
+			dst.Type = TypeCritical
+		case n >= plog.SeverityNumberError:
+			dst.Type = TypeError
+		case n >= plog.SeverityNumberWarn:
 			dst.Type = TypeWarning
+		default:
+			dst.Type = TypeNormal
 		}
 	}
 	if ts := lr.Timestamp(); ts > maxTimestamp {
@@ -185,6 +197,8 @@ func Encode(ev *Event, lr plog.LogRecord) {
 	putStr(attrs, AttrRelatedAPIVersion, ev.Related.APIVersion)
 	putStr(attrs, AttrRelatedFieldPath, ev.Related.FieldPath)
 	putStr(attrs, AttrRelatedResourceVer, ev.Related.ResourceVersion)
+	putStr(attrs, AttrClusterName, ev.Cluster.Name)
+	putStr(attrs, AttrClusterUID, ev.Cluster.UID)
 	if ev.Count > 0 {
 		attrs.PutInt(AttrCount, ev.Count)
 	}
@@ -199,6 +213,9 @@ func Encode(ev *Event, lr plog.LogRecord) {
 	if ev.Aggregated {
 		attrs.PutBool(AttrAggregated, true)
 	}
+	if ev.NewOccurrences > 0 {
+		attrs.PutInt(AttrNewOccurrences, ev.NewOccurrences)
+	}
 	lr.SetEventName(EventName)
 	lr.Body().SetStr(ev.Note)
 	SetType(lr, ev.Type)
@@ -207,7 +224,9 @@ func Encode(ev *Event, lr plog.LogRecord) {
 	}
 }
 
-// SetType writes an Event type as severity text and number.
+// SetType writes an Event type as severity text and number, as contrib's
+// k8s_events receiver does: Normal INFO, Warning WARN, Error ERROR,
+// Critical FATAL.
 func SetType(lr plog.LogRecord, typ string) {
 	lr.SetSeverityText(typ)
 	switch typ {
@@ -215,6 +234,10 @@ func SetType(lr plog.LogRecord, typ string) {
 		lr.SetSeverityNumber(plog.SeverityNumberWarn)
 	case TypeNormal:
 		lr.SetSeverityNumber(plog.SeverityNumberInfo)
+	case TypeError:
+		lr.SetSeverityNumber(plog.SeverityNumberError)
+	case TypeCritical:
+		lr.SetSeverityNumber(plog.SeverityNumberFatal)
 	}
 }
 

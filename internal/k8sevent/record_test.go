@@ -278,7 +278,9 @@ func TestDecodeSeverity(t *testing.T) {
 		{"", plog.SeverityNumberInfo, k8sevent.TypeNormal},
 		{"", plog.SeverityNumberDebug, k8sevent.TypeNormal},
 		{"", plog.SeverityNumberWarn, k8sevent.TypeWarning},
-		{"", plog.SeverityNumberError, k8sevent.TypeWarning},
+		{"", plog.SeverityNumberError, k8sevent.TypeError},
+		{"", plog.SeverityNumberError4, k8sevent.TypeError},
+		{"", plog.SeverityNumberFatal, k8sevent.TypeCritical},
 		{"Normal", plog.SeverityNumberWarn, k8sevent.TypeNormal},
 		{"Warning", plog.SeverityNumberUnspecified, k8sevent.TypeWarning},
 	}
@@ -288,6 +290,16 @@ func TestDecodeSeverity(t *testing.T) {
 		lr.SetSeverityNumber(tt.num)
 		ev, _, _ := k8sevent.Decode(pcommon.NewResource(), lr, k8sevent.DecodeOptions{})
 		assert.Equal(t, tt.want, ev.Type, "%q/%v", tt.text, tt.num)
+	}
+	// Written back, each type gets contrib's k8s_events severity.
+	for typ, num := range map[string]plog.SeverityNumber{
+		k8sevent.TypeNormal: plog.SeverityNumberInfo, k8sevent.TypeWarning: plog.SeverityNumberWarn,
+		k8sevent.TypeError: plog.SeverityNumberError, k8sevent.TypeCritical: plog.SeverityNumberFatal,
+	} {
+		lr := plog.NewLogRecord()
+		k8sevent.SetType(lr, typ)
+		assert.Equal(t, typ, lr.SeverityText())
+		assert.Equal(t, num, lr.SeverityNumber(), typ)
 	}
 }
 

@@ -17,6 +17,9 @@ type State struct {
 	Count       int64
 	First, Last int64 // unix ns of the first and latest occurrence
 	Aggregated  bool
+	// NewOccurrences is what Count grew by since the object's previous
+	// record (0 for a record that only repeats it): written in every mode.
+	NewOccurrences int64
 }
 
 // StateKeys are the keys a State writes, with the source object's uid and
@@ -25,7 +28,7 @@ type State struct {
 var StateKeys = []string{
 	AttrEventUID, AttrSeriesState, AttrAggregated, AttrCount,
 	AttrFirstTimestamp, AttrLastTimestamp, AttrStartTime,
-	AttrSeriesCount, AttrSeriesLastObserved, AttrEventTime,
+	AttrSeriesCount, AttrSeriesLastObserved, AttrEventTime, AttrNewOccurrences,
 }
 
 // OwnedKeys describe the one Event object an emitted record writes: they
@@ -40,6 +43,7 @@ func EncodeState(lr plog.LogRecord, st *State) {
 	attrs := lr.Attributes()
 	attrs.PutStr(AttrEventName, st.Name)
 	RemoveKeys(attrs, StateKeys)
+	attrs.PutInt(AttrNewOccurrences, st.NewOccurrences)
 	if st.SeriesState == "" {
 		attrs.PutInt(AttrCount, st.Count)
 		attrs.PutStr(AttrFirstTimestamp, formatUnixNano(st.First, time.RFC3339Nano))
@@ -86,6 +90,13 @@ func EncodeRepairs(lr plog.LogRecord, ev *Event, problems Problem) {
 	} else {
 		putOrRemove(attrs, AttrEventNamespace, ev.Namespace)
 	}
+}
+
+// EncodeCluster writes the cluster onto a resource's attributes (the keys
+// that are known).
+func EncodeCluster(attrs pcommon.Map, c Cluster) {
+	putStr(attrs, AttrClusterName, c.Name)
+	putStr(attrs, AttrClusterUID, c.UID)
 }
 
 func putOrRemove(attrs pcommon.Map, k, v string) {

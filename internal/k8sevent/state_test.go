@@ -17,12 +17,13 @@ import (
 func TestEncodeStateRoundTrips(t *testing.T) {
 	first, last := time.Date(2026, 3, 1, 12, 0, 0, 123456789, time.UTC), time.Date(2026, 3, 1, 12, 5, 0, 0, time.UTC)
 	for _, st := range []k8sevent.State{
-		{Name: "web-0.a", SeriesState: k8sevent.StateSingleton, Count: 1, First: first.UnixNano(), Last: first.UnixNano()},
-		{Name: "web-0.b", SeriesState: k8sevent.StateOngoing, Count: 7, First: first.UnixNano(), Last: last.UnixNano()},
+		{Name: "web-0.a", SeriesState: k8sevent.StateSingleton, Count: 1, First: first.UnixNano(), Last: first.UnixNano(), NewOccurrences: 1},
+		{Name: "web-0.b", SeriesState: k8sevent.StateOngoing, Count: 7, First: first.UnixNano(), Last: last.UnixNano(), NewOccurrences: 3},
 		{Name: "web-0.c", Count: 9, First: first.UnixNano(), Last: last.UnixNano(), Aggregated: true},
 	} {
 		lr := plog.NewLogRecord()
 		lr.Attributes().PutInt(k8sevent.AttrSeriesCount, 555) // left over from the input
+		lr.Attributes().PutInt(k8sevent.AttrNewOccurrences, 555)
 		lr.Attributes().PutStr(k8sevent.AttrEventUID, "input-uid")
 		k8sevent.EncodeState(lr, &st)
 		var ev k8sevent.Event
@@ -33,6 +34,10 @@ func TestEncodeStateRoundTrips(t *testing.T) {
 		require.Equal(t, st.Count, ev.Occurrences(), st.Name)
 		require.Equal(t, st.SeriesState, ev.SeriesState)
 		require.Equal(t, st.Aggregated, ev.Aggregated)
+		v, ok := lr.Attributes().Get(k8sevent.AttrNewOccurrences)
+		require.True(t, ok, "written also when 0: a record that only repeats adds nothing")
+		require.Equal(t, st.NewOccurrences, v.Int())
+		require.Equal(t, st.NewOccurrences, ev.NewOccurrences)
 		if st.SeriesState == "" {
 			require.Zero(t, ev.SeriesCount)
 			require.True(t, ev.FirstTimestamp.Equal(first) && ev.LastTimestamp.Equal(last))

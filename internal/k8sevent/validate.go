@@ -78,7 +78,8 @@ func (p Problem) String() string {
 }
 
 // Sanitize repairs what can be repaired in place (truncates long fields,
-// normalises the type, clamps negative counts, fills a zero time with the
+// spells a known type as written here and makes any other one Normal, so
+// that Error and Critical stay what they are (see APIType), clamps negative counts, fills a zero time with the
 // latest time the Event records, else now, drops a reporting controller
 // the API server would refuse, puts the Event in the namespace its
 // regarding object allows) and reports what it repaired and what is fatal.
@@ -111,12 +112,8 @@ func Sanitize(ev *Event, now time.Time) (repaired, fatal Problem) {
 		}
 		repaired |= ProblemZeroTime
 	}
-	if ev.Type != TypeNormal && ev.Type != TypeWarning {
-		if strings.EqualFold(ev.Type, TypeWarning) {
-			ev.Type = TypeWarning
-		} else {
-			ev.Type = TypeNormal
-		}
+	if t := canonicalType(ev.Type); t != ev.Type {
+		ev.Type = t
 		repaired |= ProblemBadType
 	}
 	if len(ev.Note) > MaxNoteBytes {
@@ -310,4 +307,30 @@ func Validate(ev *Event, api string) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// knownTypes are the Event types a record keeps, in the spelling written.
+var knownTypes = [...]string{TypeNormal, TypeWarning, TypeError, TypeCritical}
+
+// canonicalType is t spelled as knownTypes spell it, in any case; any other
+// type (empty, unknown) is Normal, as client-go's recorders treat it.
+func canonicalType(t string) string {
+	for _, k := range knownTypes {
+		if t == k || strings.EqualFold(t, k) {
+			return k
+		}
+	}
+	return TypeNormal
+}
+
+// APIType is the type an API server accepts for t: Warning for Warning,
+// Error and Critical (in any case), Normal for anything else. Only a writer
+// to the API server calls it; records keep the type they were given.
+func APIType(t string) string {
+	switch canonicalType(t) {
+	case TypeWarning, TypeError, TypeCritical:
+		return TypeWarning
+	default:
+		return TypeNormal
+	}
 }

@@ -31,6 +31,20 @@ func goodEvent() k8sevent.Event {
 	}
 }
 
+// TestAPIType: what a writer sends the API server for each type a record
+// may keep; both APIs accept the result.
+func TestAPIType(t *testing.T) {
+	for in, want := range map[string]string{
+		"Normal": k8sevent.TypeNormal, "Warning": k8sevent.TypeWarning, "Error": k8sevent.TypeWarning,
+		"critical": k8sevent.TypeWarning, "": k8sevent.TypeNormal, "Info": k8sevent.TypeNormal,
+	} {
+		assert.Equal(t, want, k8sevent.APIType(in), in)
+		ev := goodEvent()
+		ev.Type = k8sevent.APIType(in)
+		assert.NoError(t, k8sevent.Validate(&ev, k8sevent.APIEventsV1), in)
+	}
+}
+
 func TestSanitize(t *testing.T) {
 	tests := []struct {
 		name     string
@@ -129,8 +143,23 @@ func TestSanitize(t *testing.T) {
 			check:    func(t *testing.T, e *k8sevent.Event) { assert.Equal(t, k8sevent.TypeWarning, e.Type) },
 		},
 		{
-			name:     "Error becomes Normal",
+			// Records keep Error and Critical (issue 17 item 5): only a writer
+			// makes them Warning (APIType), since events.k8s.io refuses them.
+			name:     "Error stays Error",
 			mutate:   func(e *k8sevent.Event) { e.Type = "Error" },
+			coreOnly: true,
+			check:    func(t *testing.T, e *k8sevent.Event) { assert.Equal(t, k8sevent.TypeError, e.Type) },
+		},
+		{
+			name:     "CRITICAL is spelled Critical",
+			mutate:   func(e *k8sevent.Event) { e.Type = "CRITICAL" },
+			repaired: k8sevent.ProblemBadType,
+			coreOnly: true,
+			check:    func(t *testing.T, e *k8sevent.Event) { assert.Equal(t, k8sevent.TypeCritical, e.Type) },
+		},
+		{
+			name:     "an unknown type becomes Normal",
+			mutate:   func(e *k8sevent.Event) { e.Type = "Info" },
 			repaired: k8sevent.ProblemBadType,
 			check:    func(t *testing.T, e *k8sevent.Event) { assert.Equal(t, k8sevent.TypeNormal, e.Type) },
 		},

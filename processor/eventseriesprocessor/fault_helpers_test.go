@@ -110,12 +110,13 @@ type delivered struct {
 	names  map[string][]string // series (regarding object/reason) → object names, in order of first use
 	series map[string]string   // object name → its series
 	states map[string][]string // object name → series states, in order
+	added  map[string]int64    // object name → sum of k8s.event.occurrences.new
 }
 
 // collect reads every Event record the sinks took, in order (sinks in order).
 func collect(t testing.TB, sinks ...interface{ AllLogs() []plog.Logs }) delivered {
 	d := delivered{counts: map[string][]int64{}, names: map[string][]string{}, series: map[string]string{},
-		states: map[string][]string{}}
+		states: map[string][]string{}, added: map[string]int64{}}
 	for _, sink := range sinks {
 		for _, ld := range sink.AllLogs() {
 			for _, r := range flatten(ld) {
@@ -127,6 +128,7 @@ func collect(t testing.TB, sinks ...interface{ AllLogs() []plog.Logs }) delivere
 				}
 				d.counts[ev.Name] = append(d.counts[ev.Name], countOf(&ev))
 				d.states[ev.Name] = append(d.states[ev.Name], ev.SeriesState)
+				d.added[ev.Name] += ev.NewOccurrences
 			}
 		}
 	}
@@ -143,8 +145,10 @@ func countOf(ev *k8sevent.Event) int64 {
 }
 
 // requireExact checks the promise on what was delivered: the last counts
-// of the objects add up to the occurrences, a count never goes down, and
-// each series is one object.
+// of the objects add up to the occurrences, a count never goes down, each
+// series is one object, and the new occurrences the records state add up
+// to each object's last count (a record the next consumer refused and took
+// later is summed once).
 func (d delivered) requireExact(t testing.TB, occurrences int64) {
 	t.Helper()
 	var sum int64
@@ -153,6 +157,7 @@ func (d delivered) requireExact(t testing.TB, occurrences int64) {
 			require.GreaterOrEqual(t, counts[i], counts[i-1], "the count of %s goes down: %v", name, counts)
 		}
 		sum += counts[len(counts)-1]
+		require.Equal(t, counts[len(counts)-1], d.added[name], "the new occurrences of %s add up to its count", name)
 	}
 	require.Equal(t, occurrences, sum, "final counts add up to the occurrences: %v", d.counts)
 	for key, names := range d.names {

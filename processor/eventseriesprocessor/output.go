@@ -97,7 +97,8 @@ func (o *output) annotate(dst plog.LogRecord, em *engine.Emission) {
 	if em.Note != "" {
 		dst.Body().SetStr(k8sevent.Truncate(em.Note, k8sevent.MaxNoteBytes))
 	}
-	st := k8sevent.State{Name: em.Name, Count: em.Count, First: em.First, Last: em.Last, Aggregated: em.Aggregated}
+	st := k8sevent.State{Name: em.Name, Count: em.Count, First: em.First, Last: em.Last, Aggregated: em.Aggregated,
+		NewOccurrences: em.New}
 	if !o.legacy {
 		st.SeriesState = engine.KindNames[em.Kind]
 	}

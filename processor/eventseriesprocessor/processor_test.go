@@ -123,7 +123,7 @@ func TestBadInput(t *testing.T) {
 	long.Time = t0
 	untimed := podEvent("web-3", "BackOff", "x")
 	badType := podEvent("web-4", "BackOff", "x")
-	badType.Type, badType.Time = "Error", t0
+	badType.Type, badType.Time = "Info", t0 // not a type an Event has
 
 	h := newHarness(t, func(cfg *Config) { cfg.NonEventRecords = recordsDrop })
 	h.consume(logsOf(noReason, long, untimed, badType))

@@ -42,6 +42,9 @@ type Config struct {
 	// state saved on its own timer (the eventseries processor's, every 5 s)
 	// may not hold, instead of skipping it.
 	CheckpointDelay time.Duration `mapstructure:"checkpoint_delay"`
+	// ClusterName is written as k8s.cluster.name on every record's
+	// resource; "": none (k8s.cluster.uid is written either way).
+	ClusterName string `mapstructure:"cluster_name"`
 
 	// prevent unkeyed literal initialization
 	_ struct{}
@@ -78,6 +81,9 @@ func (cfg *Config) Validate() error {
 	}
 	if cfg.WatchIdleTimeout <= 0 {
 		errs = append(errs, fmt.Errorf("watch_idle_timeout: must be positive, have %s", cfg.WatchIdleTimeout))
+	}
+	if len(cfg.ClusterName) > k8sevent.MaxNameBytes {
+		errs = append(errs, fmt.Errorf("cluster_name: longer than %d bytes", k8sevent.MaxNameBytes))
 	}
 	if cfg.ListPageSize <= 0 {
 		errs = append(errs, fmt.Errorf("list_page_size: must be positive, have %d", cfg.ListPageSize))

@@ -37,7 +37,7 @@ func TestValidateNamesEveryBadKey(t *testing.T) {
 	err := loadConfig(t, "k8sevents/invalid").Validate()
 	require.Error(t, err)
 	for _, key := range []string{`auth_type: "token"`, `api: "events.k8s.io/v2"`, `exclude_namespaces: "shop"`,
-		`initial: "some"`, "watch_idle_timeout", "list_page_size", "checkpoint_delay"} {
+		`initial: "some"`, "watch_idle_timeout", "list_page_size", "checkpoint_delay", "cluster_name: longer than 253 bytes"} {
 		assert.ErrorContains(t, err, key)
 	}
 }

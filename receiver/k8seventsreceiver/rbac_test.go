@@ -16,8 +16,9 @@ import (
 )
 
 // TestDeployRBACIsEnoughAndNoMore binds deploy/rbac-receiver.yaml's
-// ClusterRole to a user, runs the receiver as that user on both APIs, and
-// checks that the user can do nothing else.
+// ClusterRole to a user, runs the receiver as that user on both APIs (its
+// records carry the cluster's name and uid, the kube-system namespace's),
+// and checks that the user can do nothing else.
 func TestDeployRBACIsEnoughAndNoMore(t *testing.T) {
 	const user, token = "receiver", "receiver-token"
 	r := newRig(t, kubetest.WithUser(user, token))
@@ -28,10 +29,13 @@ func TestDeployRBACIsEnoughAndNoMore(t *testing.T) {
 
 	r.namespace(t, "rbac")
 	for _, api := range []string{k8sevent.APICoreV1, k8sevent.APIEventsV1} {
-		rcv, sink := r.startWith(t, r.srv.KubeconfigFor(t, user, token), func(c *Config) { c.API, c.Initial = api, initialAll })
+		rcv, sink := r.startWith(t, r.srv.KubeconfigFor(t, user, token), func(c *Config) { c.API, c.Initial, c.ClusterName = api, initialAll, "east" })
 		watching(t, rcv)
 		r.createEvents(t, "rbac", api[:2], 1)
-		waitReceived(t, sink, 1)
+		evs := waitReceived(t, sink, 1)
+		system, err := r.cs.CoreV1().Namespaces().Get(ctx, "kube-system", metav1.GetOptions{})
+		require.NoError(t, err)
+		assert.Equal(t, k8sevent.Cluster{Name: "east", UID: string(system.UID)}, evs[0].Cluster, "k8s.cluster.name and .uid on the resource")
 	}
 
 	_, err = as.CoreV1().Events("rbac").Create(ctx, &corev1.Event{ObjectMeta: metav1.ObjectMeta{Name: "x"}}, metav1.CreateOptions{})
@@ -40,4 +44,6 @@ func TestDeployRBACIsEnoughAndNoMore(t *testing.T) {
 	assert.True(t, apierrors.IsForbidden(err), "list pods: %v", err)
 	_, err = as.CoreV1().Secrets("rbac").List(ctx, metav1.ListOptions{})
 	assert.True(t, apierrors.IsForbidden(err), "list secrets: %v", err)
+	_, err = as.CoreV1().Namespaces().Get(ctx, "default", metav1.GetOptions{})
+	assert.True(t, apierrors.IsForbidden(err), "get another namespace: %v", err)
 }

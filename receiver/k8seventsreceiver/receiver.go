@@ -30,6 +30,7 @@ type k8seventsReceiver struct {
 	telemetry *metadata.TelemetryBuilder
 	client    kubernetes.Interface
 	store     storage.Client
+	cluster   *clusterIdentity
 
 	mu       sync.Mutex // guards what follows: leader callbacks come from another goroutine
 	cancel   context.CancelFunc
@@ -52,6 +53,7 @@ func (r *k8seventsReceiver) Start(ctx context.Context, host component.Host) erro
 		return fmt.Errorf("k8sevents: %w", err)
 	}
 	r.client = cs
+	r.cluster = newClusterIdentity(r.cfg.ClusterName, r.client, r.set.Logger)
 	if r.cfg.Storage != nil {
 		ext, ok := hostExtension[storage.Extension](host, *r.cfg.Storage)
 		if !ok {
@@ -100,7 +102,7 @@ func (r *k8seventsReceiver) startWatching(ctx context.Context) {
 		w := &watcher{
 			ns: ns, fieldSelector: r.fieldSelector(), cfg: r.cfg,
 			api: newEventAPI(r.client, r.cfg.API), next: r.next,
-			logger: r.set.Logger, telemetry: r.telemetry, clock: time.Now,
+			logger: r.set.Logger, telemetry: r.telemetry, clock: time.Now, cluster: r.cluster,
 		}
 		if r.store != nil {
 			w.store = r.store

@@ -51,6 +51,7 @@ type watcher struct {
 	telemetry     *metadata.TelemetryBuilder
 	store         checkpointStore // nil: no storage
 	clock         func() time.Time
+	cluster       *clusterIdentity // written on every record's resource; nil: none
 
 	checkpoint  *checkpoint
 	expired     bool // the resourceVersion is gone (410): list again
@@ -222,7 +223,11 @@ func (w *watcher) emit(ctx context.Context, items []listed) error {
 		return nil
 	}
 	ld := plog.NewLogs()
-	sl := ld.ResourceLogs().AppendEmpty().ScopeLogs().AppendEmpty()
+	rl := ld.ResourceLogs().AppendEmpty()
+	if w.cluster != nil {
+		k8sevent.EncodeCluster(rl.Resource().Attributes(), w.cluster.get(ctx))
+	}
+	sl := rl.ScopeLogs().AppendEmpty()
 	sl.Scope().SetName(metadata.ScopeName)
 	now := w.clock()
 	for i := range items {

@@ -53,12 +53,16 @@ type Emission struct {
 	// FromInput: the record is the input record just observed, annotated.
 	// Otherwise Event holds the rebuilt Event (its strings are only valid
 	// until the engine is called again).
-	FromInput  bool
-	Event      k8sevent.Event
-	Kind       int
-	Name       string // the Event object this record writes
-	Count      int64  // occurrences so far
-	First      int64  // first and latest occurrence, unix ns
+	FromInput bool
+	Event     k8sevent.Event
+	Kind      int
+	Name      string // the Event object this record writes
+	Count     int64  // occurrences so far
+	// New is what Count grew by since the previous record of this Event
+	// object (0 for a record that only repeats it): summed over every
+	// emission, the occurrences observed.
+	New        int64
+	First      int64 // first and latest occurrence, unix ns
 	Last       int64
 	Aggregated bool
 	Note       string // replaces the note when set (aggregated events)
@@ -159,7 +163,7 @@ func New(cfg Config) (*Engine, error) {
 			return nil, fmt.Errorf("unknown spam key part %q", part)
 		}
 	}
-	e.spamL = layout{tag: 'P', key: spamFields}
+	e.spamL = layout{tag: 'P', key: append(spamFields, clusterFields...)} // one filter per cluster, as each has its own recorders
 	if err := e.reset(); err != nil {
 		return nil, err
 	}
@@ -301,7 +305,7 @@ func (e *Engine) newState(l *layout, ev *k8sevent.Event, t int64) *state {
 	e.made++
 	st := &state{packed: packed, keyLen: keyLen, heapIdx: -1, first: t, last: t, seenAt: e.now,
 		note: l.field(packed, fNote),
-		name: k8sevent.GenerateName(ev.Regarding.Name, time.Unix(0, t), key+strconv.FormatUint(e.made, 10))}
+		name: k8sevent.GenerateName(ev.Regarding.Name, time.Unix(0, t), nameKey(key)+strconv.FormatUint(e.made, 10))}
 	e.states.Add(key, st)
 	return st
 }
@@ -317,7 +321,7 @@ func (e *Engine) touch(st *state, ev *k8sevent.Event, t int64) {
 // emit appends a record of st; filtered ones pass the spam filter first.
 // input is the record being observed, nil for timer records.
 func (e *Engine) emit(st *state, kind int, input *k8sevent.Event, filtered bool) bool {
-	em := Emission{FromInput: input != nil, Kind: kind, Name: st.name, Count: st.count,
+	em := Emission{FromInput: input != nil, Kind: kind, Name: st.name, Count: st.count, New: st.count - st.emitted,
 		First: st.first, Last: st.last, Aggregated: st.aggregated, At: e.now}
 	ev := input
 	if input == nil {

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"encoding/binary"
+	"strings"
 	"unsafe"
 
 	"github.com/k8sevents/otel-k8sevents/internal/k8sevent"
@@ -33,7 +34,16 @@ const (
 	fSourceHost
 	fNote
 	fNamespace
+	// The cluster (issue 17 item 3): the last fields of every cache key, so
+	// that a key of snapshot version 4 or older becomes today's by
+	// appending two empty fields (see migrateKey).
+	fClusterName
+	fClusterUID
+	lastField = fClusterUID
 )
+
+// clusterFields end every key: two clusters' identical objects stay apart.
+var clusterFields = []field{fClusterName, fClusterUID}
 
 func (f field) of(ev *k8sevent.Event) *string {
 	switch f {
@@ -79,6 +89,10 @@ func (f field) of(ev *k8sevent.Event) *string {
 		return &ev.SourceHost
 	case fNote:
 		return &ev.Note
+	case fClusterName:
+		return &ev.Cluster.Name
+	case fClusterUID:
+		return &ev.Cluster.UID
 	default:
 		return &ev.Namespace
 	}
@@ -104,7 +118,7 @@ func newLayout(tag byte, key ...field) layout {
 		in[f] = true
 	}
 	l := layout{tag: tag, key: key}
-	for f := fType; f <= fNamespace; f++ {
+	for f := fType; f <= lastField; f++ {
 		if !in[f] {
 			l.rest = append(l.rest, f)
 		}
@@ -120,19 +134,19 @@ func seriesLayout(withResourceVersion bool) layout {
 	if withResourceVersion {
 		key = append(key, fRegResourceVersion)
 	}
-	return newLayout('S', append(key, relatedFields...)...)
+	return newLayout('S', append(append(key, relatedFields...), clusterFields...)...)
 }
 
 // identicalLayout is client-go tools/record getEventKey plus the reporting
 // controller and instance, so that two apps posing the same source stay apart.
 var identicalLayout = newLayout('I', fSourceComponent, fSourceHost,
 	fRegKind, fRegNamespace, fRegName, fRegFieldPath, fRegUID, fRegAPIVersion,
-	fType, fReason, fNote, fController, fInstance)
+	fType, fReason, fNote, fController, fInstance, fClusterName, fClusterUID)
 
 // aggregateLayout is client-go EventAggregatorByReasonFunc's key.
 var aggregateLayout = newLayout('A', fSourceComponent, fSourceHost,
 	fRegKind, fRegNamespace, fRegName, fRegUID, fRegAPIVersion,
-	fType, fReason, fController, fInstance)
+	fType, fReason, fController, fInstance, fClusterName, fClusterUID)
 
 func (l *layout) appendKey(buf []byte, ev *k8sevent.Event) []byte {
 	buf = append(buf, l.tag)
@@ -212,7 +226,7 @@ func appendFields(buf []byte, ev *k8sevent.Event, fields []field) []byte {
 }
 
 // fieldOffsets is where in a k8sevent.Event each field is, as field.of finds it.
-var fieldOffsets = func() (offsets [fNamespace + 1]uintptr) {
+var fieldOffsets = func() (offsets [lastField + 1]uintptr) {
 	var ev k8sevent.Event
 	for f := range offsets {
 		offsets[f] = uintptr(unsafe.Pointer(field(f).of(&ev))) - uintptr(unsafe.Pointer(&ev))
@@ -228,3 +242,13 @@ func borrow(b []byte) string {
 	}
 	return unsafe.String(&b[0], len(b))
 }
+
+// migrateKey turns a key of snapshot version 4 or older, whose layout had
+// no cluster fields, into today's: the same key with two empty cluster
+// fields at its end.
+func migrateKey(key string) string { return key + "\x00\x00" }
+
+// nameKey is the part of a key that names its Event objects: without the
+// empty cluster fields of a record that states no cluster, so that such
+// records get the names they got before keys had a cluster.
+func nameKey(key string) string { return strings.TrimSuffix(key, "\x00\x00") }

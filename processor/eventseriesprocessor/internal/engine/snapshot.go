@@ -10,7 +10,7 @@ import (
 	"github.com/hashicorp/golang-lru/v2/simplelru"
 )
 
-// The snapshot encoding, version 4. Varints are encoding/binary's, strings
+// The snapshot encoding, version 5. Varints are encoding/binary's, strings
 // are length-prefixed; every cache is listed least recently used first:
 //
 //	magic, version
@@ -30,7 +30,9 @@ import (
 //	filter:  objects in the current generation, words per generation, then
 //	         for each generation: flags (not empty), first, words (uint64)
 //
-// Version 4 keeps the totals' key hashes where versions 1 to 3 kept the
+// Version 5 added the cluster to every cache key (two empty fields at the
+// end of each key prefix; see migrateKey, migratePacked): older keys are
+// those of records with no cluster. Version 4 keeps the totals' key hashes where versions 1 to 3 kept the
 // keys (read and hashed). Version 3 added summaries in series mode (states packed in the aggregate
 // layout, see closing.go) and the buckets' events; from versions 1 and 2
 // those are recounted from the visible states (see recountEvents).
@@ -46,7 +48,7 @@ import (
 // restore (retime).
 const (
 	snapshotMagic   = "eventseries.engine"
-	snapshotVersion = 4
+	snapshotVersion = 5
 )
 
 const (
@@ -170,7 +172,7 @@ func (e *Engine) restore(r *reader) error {
 	if err := e.restoreStates(r, version, now); err != nil {
 		return err
 	}
-	if err := e.restoreGroups(r); err != nil {
+	if err := e.restoreGroups(r, version); err != nil {
 		return err
 	}
 	if err := e.restoreBuckets(r, spamKey, version); err != nil {
@@ -264,6 +266,9 @@ func (e *Engine) restoreStates(r *reader, version uint64, now int64) error {
 		case version >= 3 && st.packed != "" && st.packed[0] == aggregateLayout.tag:
 			l = &aggregateLayout // a summary
 		}
+		if version < 5 {
+			st.packed = migratePacked(st.packed, len(l.key)-len(clusterFields))
+		}
 		keyLen, ok := l.check(st.packed)
 		switch {
 		case !ok:
@@ -301,7 +306,7 @@ func (e *Engine) restoreStates(r *reader, version uint64, now int64) error {
 	return nil
 }
 
-func (e *Engine) restoreGroups(r *reader) error {
+func (e *Engine) restoreGroups(r *reader, version uint64) error {
 	n := r.entries(len(r.b), "aggregation groups")
 	e.aggs.Resize(max(n, e.cfg.MaxKeys))
 	for range n {
@@ -311,6 +316,9 @@ func (e *Engine) restoreGroups(r *reader) error {
 		}
 		if keep := e.cfg.AggregateMaxEvents - 1; e.cfg.Aggregation && len(a.notes) > keep {
 			a.notes = a.notes[len(a.notes)-keep:] // max_events was lowered: the least recently seen go
+		}
+		if version < 5 {
+			key = migrateKey(key)
 		}
 		if r.err == nil && !add(e.aggs, key, a) {
 			return fmt.Errorf("aggregation group %q twice", key)
@@ -388,4 +396,24 @@ func modeName(legacy bool) string {
 		return "legacy"
 	}
 	return "series"
+}
+
+// migratePacked turns a state packed by snapshot version 4 or older, whose
+// key had keyFields fields and no cluster, into today's packing: two empty
+// cluster fields at the end of its key prefix. What it cannot read it
+// returns as it is, for check to refuse.
+func migratePacked(packed string, keyFields int) string {
+	if packed == "" {
+		return packed
+	}
+	s := packed[1:]
+	for range keyFields {
+		n, w := binary.Uvarint([]byte(s[:min(len(s), binary.MaxVarintLen64)]))
+		if w <= 0 || n > uint64(len(s)-w) {
+			return packed
+		}
+		s = s[w+int(n):]
+	}
+	cut := len(packed) - len(s)
+	return migrateKey(packed[:cut]) + packed[cut:]
 }

@@ -136,6 +136,9 @@ func (e *Engine) restoreBuckets(r *reader, spamKey string, version uint64) error
 		b := new(bucket)
 		b.set(e.cfg.SpamQPS, e.cfg.SpamBurst, tokens, last)
 		b.events = int(events)
+		if version < 5 {
+			key = migrateKey(key)
+		}
 		if !add(e.spam, key, b) {
 			return fmt.Errorf("spam bucket %q twice", key)
 		}

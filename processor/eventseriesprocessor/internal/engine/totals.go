@@ -76,6 +76,11 @@ func (e *Engine) occurrences(ev *k8sevent.Event) int64 {
 	default:
 		return 1
 	}
+	if c := ev.Cluster; c != (k8sevent.Cluster{}) {
+		// Another cluster's Event of the same name is another object. Hashed
+		// only when known, so the keys of snapshot version 4 stay valid.
+		key = fnvAdd(fnvAdd(fnvAdd(fnvAdd(key, "\x00C"), c.Name), "\x00"), c.UID)
+	}
 	last := ev.LatestTime()
 	if last.IsZero() {
 		last = ev.Time

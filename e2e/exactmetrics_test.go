@@ -1,0 +1,133 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/k8sevents/otel-k8sevents/internal/harness/collectorproc"
+	"github.com/k8sevents/otel-k8sevents/internal/harness/kubetest"
+	"github.com/k8sevents/otel-k8sevents/internal/harness/storm"
+	"github.com/k8sevents/otel-k8sevents/internal/harness/stormsend"
+)
+
+// occurrencesMetric is what the prometheus exporter makes of the eventsum
+// connector's k8s.event.occurrences (a monotonic cumulative sum).
+const occurrencesMetric = "k8s_event_occurrences_total"
+
+// TestExactMetrics runs testdata/config/exact-metrics.yaml on the built
+// collector against a real kube-apiserver: a storm written as raw Events
+// (one create or count patch per occurrence), watched, folded into series
+// by the processor (far fewer records than occurrences), summed by the
+// eventsum connector and scraped from the prometheus exporter. Per
+// (namespace, reason) the counter must equal the occurrences sent, and
+// nothing else may be counted. finish_after is 2 s (env) so that every
+// series ends, and its last count reaches the counter, soon after the
+// storm.
+func TestExactMetrics(t *testing.T) {
+	binary(t) // skips before starting an API server when the collector is not built
+	start := time.Now()
+	srv := kubetest.Start(t)
+	cs := srv.Clientset()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+
+	occs := mergeStorms(stormWindow(t, "crashloop", 5*time.Minute), stormWindow(t, "imagepull", 5*time.Minute),
+		stormWindow(t, "failedscheduling", 2*time.Minute))
+	require.NoError(t, stormsend.EnsureNamespaces(ctx, cs, occs))
+
+	cfg, err := os.ReadFile("../testdata/config/exact-metrics.yaml")
+	require.NoError(t, err)
+	dir := t.TempDir()
+	prom := freePort(t)
+	c := startCollectorEnv(t, dir, string(cfg), []string{
+		"K8S_AUTH_TYPE=kubeConfig", "KUBECONFIG=" + srv.Kubeconfig(t), "STORAGE_DIR=" + dir,
+		"POD_IP=127.0.0.1", fmt.Sprint("PROMETHEUS_PORT=", prom),
+		"SERIES_FINISH_AFTER=2s", // the heartbeat stays at the config's 1m: it does not fire during the test
+	})
+	// scrape reads the prometheus exporter; before the first point it
+	// serves nothing, which reads as no samples.
+	scrape := func() collectorproc.Metrics {
+		m, err := c.Metrics(ctx, fmt.Sprintf("http://127.0.0.1:%d/metrics", prom))
+		if err != nil && strings.Contains(err.Error(), "no metrics") {
+			return collectorproc.Metrics{}
+		}
+		require.NoError(t, err)
+		return m
+	}
+
+	// The receiver watches from its start: a marker counted says the watch
+	// is up, so nothing of the storm can fall before it.
+	const markerNS = "e2e-exact-metrics"
+	require.NoError(t, writeMarker(ctx, cs, markerNS, "marker"))
+	eventually(t, time.Minute, func() (bool, string) {
+		n := scrape().Sum(occurrencesMetric, "k8s_namespace_name="+markerNS, "k8s_event_reason="+markerReason)
+		return n == 1, fmt.Sprintf("marker counted %v times", n)
+	})
+
+	stats, err := stormsend.Raw(ctx, srv.RESTConfig(), occs, stormsend.Options{Speed: 0, MaxDuration: time.Minute})
+	require.NoError(t, err)
+	t.Logf("storm: %d occurrences in %d raw writes, %v", stats.Occurrences, stats.Writes, stats.Elapsed.Round(time.Millisecond))
+
+	want := occurrencesByNamespaceReason(occs)
+	want[[2]string{markerNS, markerReason}]++
+	var total float64
+	for _, n := range want {
+		total += float64(n)
+	}
+	var m collectorproc.Metrics
+	eventually(t, time.Minute, func() (bool, string) {
+		m = scrape()
+		diff := diffCounter(m, want)
+		if got := m.Sum(occurrencesMetric); len(diff) > 0 || got != total {
+			return false, fmt.Sprintf("counter total %v, want %v; per (namespace, reason) got/want: %s", got, total, strings.Join(diff, "; "))
+		}
+		return true, ""
+	})
+
+	var samples []string
+	for k, v := range m {
+		if strings.HasPrefix(k, occurrencesMetric+"{") {
+			samples = append(samples, fmt.Sprintf("%s %v", k, v))
+		}
+	}
+	sort.Strings(samples)
+	t.Logf("scraped:\n%s", strings.Join(samples, "\n"))
+	own := c.scrape(t)
+	recordsOut, counted := own.Sum("otelcol_processor_eventseries_records_out"), own.Sum("otelcol_processor_eventseries_occurrences")
+	t.Logf("%d (namespace, reason) pairs, %v occurrences: the processor emitted %v records, the counter says %v; took %v",
+		len(want), total, recordsOut, m.Sum(occurrencesMetric), time.Since(start).Round(time.Second))
+	assert.Equal(t, total, counted, "the processor counted every occurrence")
+	assert.Less(t, recordsOut, total/2, "the counter is exact although most occurrences had no record of their own")
+	assert.Zero(t, own.Sum("otelcol_connector_eventsum_skipped_records"))
+}
+
+// occurrencesByNamespaceReason counts a storm's occurrences per (namespace
+// of the regarding object, reason).
+func occurrencesByNamespaceReason(occs []storm.Occurrence) map[[2]string]int64 {
+	out := map[[2]string]int64{}
+	for i := range occs {
+		out[[2]string{occs[i].Regarding.Namespace, occs[i].Reason}]++
+	}
+	return out
+}
+
+// diffCounter lists the (namespace, reason) pairs whose counter is not
+// what want says, sorted, at most 10.
+func diffCounter(m collectorproc.Metrics, want map[[2]string]int64) []string {
+	var out []string
+	for p, n := range want {
+		if got := m.Sum(occurrencesMetric, "k8s_namespace_name="+p[0], "k8s_event_reason="+p[1]); got != float64(n) {
+			out = append(out, fmt.Sprintf("%s/%s %v/%d", p[0], p[1], got, n))
+		}
+	}
+	sort.Strings(out)
+	return out[:min(len(out), 10)]
+}

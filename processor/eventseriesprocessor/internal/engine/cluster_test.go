@@ -1,0 +1,67 @@
+package engine
+
+import (
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/k8sevents/otel-k8sevents/internal/k8sevent"
+)
+
+// TestClustersStayApart (issue 17 item 3): two clusters record identical
+// Events (same objects, reasons, notes, even the same Event names with
+// cumulative counts). In every mode and spam-key setting each cluster's
+// occurrences go to Event objects of their own, every record (timer
+// records rebuilt from the state included) names its cluster, and the
+// final counts per (cluster, object, reason) are each cluster's
+// occurrences. On the old code the two clusters shared every object.
+func TestClustersStayApart(t *testing.T) {
+	clusters := []k8sevent.Cluster{{Name: "east", UID: "uid-east"}, {Name: "west", UID: "uid-west"}}
+	for name, cfg := range spamConfigs() {
+		rng := rand.New(rand.NewPCG(3, 17))
+		e := newTester(t, cfg).e
+		type key struct{ cluster, object, reason string }
+		truth, final := map[key]int64{}, map[string]int64{}
+		owner := map[string]key{}
+		collect := func(ems []Emission, input *k8sevent.Event) {
+			for i := range ems {
+				ev := &ems[i].Event
+				if ems[i].FromInput {
+					ev = input
+				}
+				k := key{ev.Cluster.String(), ev.Regarding.Name, ev.Reason}
+				require.NotEmpty(t, k.cluster, "%s: %s names its cluster", name, ems[i].Name)
+				if prev, ok := owner[ems[i].Name]; ok {
+					require.Equal(t, prev, k, "%s: %s holds one cluster's occurrences", name, ems[i].Name)
+				}
+				owner[ems[i].Name], final[ems[i].Name] = k, ems[i].Count
+			}
+		}
+		var at time.Duration
+		counts := map[string]int64{}
+		for i := range 400 {
+			at += []time.Duration{0, time.Second, time.Minute}[rng.IntN(3)]
+			c := clusters[rng.IntN(2)]
+			ev := podEvent([]string{"web-1", "web-2"}[rng.IntN(2)], []string{"BackOff", "Pulled"}[rng.IntN(2)], "same note")
+			ev.Cluster, ev.Time = c, t0.Add(at)
+			if i%3 == 0 { // a watched Event: the same name in both clusters, each its own count
+				ev.Name = "shared-name"
+				counts[c.Name]++
+				ev.Count = counts[c.Name]
+			}
+			truth[key{c.Name, ev.Regarding.Name, ev.Reason}]++
+			collect(e.Observe(&ev, ev.Time.UnixNano()), &ev)
+		}
+		end := t0.Add(at + 24*time.Hour).UnixNano()
+		collect(e.Advance(end), nil)
+		collect(e.Flush(end), nil)
+		got := map[key]int64{}
+		for n, c := range final {
+			got[owner[n]] += c
+		}
+		assert.Equal(t, truth, got, "%s: final counts per (cluster, object, reason)", name)
+	}
+}
