@@ -11,7 +11,6 @@ import (
 
 	"github.com/hashicorp/golang-lru/v2/simplelru"
 	"go.opentelemetry.io/collector/consumer/consumererror"
-	"go.opentelemetry.io/collector/exporter/exporterhelper"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -46,12 +45,13 @@ const (
 // name creates, later ones patch only what changes. Its bookkeeping follows
 // the API server: a count is remembered only once a write carrying it was
 // accepted (or read back), so a failed or unanswered write is sent again
-// when exporterhelper retries the record.
+// when the record is retried. Its writes are made one at a time (the
+// dispatcher's single writer), so the check of what an object holds and the
+// write never interleave with another write of that object.
 type writer struct {
 	cs    kubernetes.Interface
 	api   string
 	cfg   *Config
-	locks keyLocks                     // one write at a time per object
 	mu    sync.Mutex                   // guards known; never held across an API call
 	known *simplelru.LRU[string, held] // namespace/name -> what the API server holds
 }
@@ -190,8 +190,7 @@ func (w *writer) count(ev *k8sevent.Event) int64 {
 
 // write makes the API write for a prepared Event. Every path is safe to
 // retry: nothing is remembered until the API server accepted it, a create
-// that meets an existing object reads it and never lowers its count, and
-// the writes of one object never interleave. An object under the record's
+// that meets an existing object reads it and never lowers its count. An object under the record's
 // name that is not the record's own (see owner) is never written: the
 // record moves to a deterministic other name (renamed), at most maxRenames
 // times, then it is dropped (errNameTaken).
@@ -213,8 +212,6 @@ func (w *writer) write(ctx context.Context, ev *k8sevent.Event) (outcome, error)
 // (without writing) when the object there is not its own.
 func (w *writer) writeName(ctx context.Context, ev *k8sevent.Event) (outcome, error) {
 	key, count, own := ev.ObjectNamespace()+"/"+ev.Name, w.count(ev), ownerOf(ev)
-	unlock := w.locks.lock(key)
-	defer unlock()
 	h, ok := w.recall(key)
 	last := h.count
 	switch {
@@ -348,14 +345,14 @@ func (w *writer) classify(err error, verb string, ev *k8sevent.Event) error {
 	switch {
 	case apierrors.IsTooManyRequests(err):
 		if delay, ok := apierrors.SuggestsClientDelay(err); ok && delay > 0 {
-			return exporterhelper.NewThrottleRetry(err, time.Duration(delay)*time.Second)
+			return throttled{error: err, after: time.Duration(delay) * time.Second}
 		}
-		return err // exporterhelper's exponential backoff
+		return err // retry_on_failure's exponential backoff
 	case apierrors.IsBadRequest(err), apierrors.IsForbidden(err), apierrors.IsInvalid(err), tooLarge(err),
 		apierrors.IsNotFound(err) && verb == "create", apierrors.IsMethodNotSupported(err):
 		return consumererror.NewPermanent(err)
 	}
-	return err // 5xx, timeouts, connection refused: exporterhelper retries
+	return err // 5xx, timeouts, connection refused: retried
 }
 
 // lastSeen is the latest occurrence a record states: the processor's
