@@ -78,7 +78,7 @@ func defaultQueue() exporterhelper.QueueBatchConfig {
 
 // lookahead is how many queued requests the lanes choose from: a flood in
 // more requests than that still delays the others.
-const lookahead = 64
+const lookahead = 256
 
 // stampsRequests says whether the queue keeps the context of ConsumeLogs
 // up to the push (the in-memory queue without batching), so that requests
