@@ -41,6 +41,7 @@ type dispatcher struct {
 	mu       sync.Mutex
 	lanes    *lanes
 	stopping bool
+	closed   bool // the writer is gone: a late push is handed back at once
 
 	wake     chan struct{} // work was added (buffered 1)
 	quit     chan struct{}
@@ -62,7 +63,13 @@ func (d *dispatcher) run(ctx context.Context, ps []*pending, added func()) []err
 		p.b, p.idx = b, i
 	}
 	d.mu.Lock()
-	d.lanes.add(ps...)
+	if d.closed {
+		for i := range ps {
+			b.resolve(i, errStopping)
+		}
+	} else {
+		d.lanes.add(ps...)
+	}
 	d.mu.Unlock()
 	added()
 	if len(ps) == 0 {
@@ -181,6 +188,7 @@ func (d *dispatcher) close() {
 	<-d.finished
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	d.closed = true
 	for _, p := range d.lanes.drain() {
 		p.b.resolve(p.idx, errStopping)
 	}

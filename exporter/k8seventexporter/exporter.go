@@ -17,7 +17,6 @@ import (
 	"go.opentelemetry.io/otel/metric"
 	"go.uber.org/zap"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/client-go/kubernetes"
 
 	"github.com/k8sevents/otel-k8sevents/exporter/k8seventexporter/internal/metadata"
 	"github.com/k8sevents/otel-k8sevents/internal/k8sevent"
@@ -28,7 +27,6 @@ type k8seventExporter struct {
 	cfg       *Config
 	logger    *zap.Logger
 	telemetry *metadata.TelemetryBuilder
-	client    kubernetes.Interface // set by tests; else built at start
 	instance  string
 	w         *writer
 	logRate   *ratelog.Limiter[string]
@@ -50,21 +48,18 @@ func newExporter(set exporter.Settings, cfg *Config) (*k8seventExporter, error) 
 }
 
 func (e *k8seventExporter) start(ctx context.Context, _ component.Host) error {
-	if e.client == nil {
-		cs, err := e.cfg.Clientset(e.cfg.QPS, e.cfg.Burst)
-		if err != nil {
-			return fmt.Errorf("k8sevent: %w", err)
-		}
-		e.client = cs
+	cs, err := e.cfg.Clientset(e.cfg.QPS, e.cfg.Burst)
+	if err != nil {
+		return fmt.Errorf("k8sevent: %w", err)
 	}
 	api := e.cfg.API
 	if api == apiAuto {
 		api = k8sevent.APICoreV1
-		if _, err := e.client.Discovery().ServerResourcesForGroupVersion(k8sevent.APIEventsV1); err == nil {
+		if _, err := cs.Discovery().ServerResourcesForGroupVersion(k8sevent.APIEventsV1); err == nil {
 			api = k8sevent.APIEventsV1
 		}
 	}
-	e.w = newWriter(e.client, api, e.cfg)
+	e.w = newWriter(cs, api, e.cfg)
 	e.logger.Info("Writing events", zap.String("api", api))
 	if e.cfg.ReportingController != "" {
 		n, err := e.w.learn(ctx, e.cfg.ReportingController, 500)

@@ -1,6 +1,7 @@
 package k8seventexporter
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"sync"
@@ -137,4 +138,53 @@ func TestSeqGateAdmitsInStampOrder(t *testing.T) {
 	s4 := g.issue()
 	g.stop()
 	g.wait(s4 + 1) // stopped: never waits
+}
+
+// TestDispatcherHandsBackWhatItCannotWrite: a write that keeps failing
+// holds its push until the exporter stops, which hands the record back
+// (a persistent queue keeps it); a push whose caller gives up takes back
+// the records not yet written; a push after the writer is gone returns at
+// once.
+func TestDispatcherHandsBackWhatItCannotWrite(t *testing.T) {
+	boom := errors.New("503")
+	retry := configretry.NewDefaultBackOffConfig()
+	retry.InitialInterval, retry.MaxElapsedTime = time.Hour, 0
+	var mu sync.Mutex
+	var wrote []string
+	failedOnce := make(chan struct{}, 1)
+	d := newDispatcher(func(_ context.Context, p *pending) error {
+		if p.name == "failing" {
+			select {
+			case failedOnce <- struct{}{}:
+			default:
+			}
+			return boom
+		}
+		mu.Lock()
+		wrote = append(wrote, p.name)
+		mu.Unlock()
+		return nil
+	}, retry, time.Second)
+	go d.loop()
+
+	failing := make(chan []error)
+	go func() { failing <- d.run(context.Background(), []*pending{pendingIn("shop", "failing")}, func() {}) }()
+	<-failedOnce
+	// Behind the failing head in its lane: the caller gives up waiting.
+	ctx, cancel := context.WithCancel(context.Background())
+	behind := make(chan []error)
+	go func() { behind <- d.run(ctx, []*pending{pendingIn("shop", "behind")}, func() {}) }()
+	assert.Equal(t, []error{nil}, d.run(context.Background(), []*pending{pendingIn("other", "fine")}, func() {}))
+	cancel()
+	assert.Equal(t, []error{context.Canceled}, <-behind)
+
+	d.stop()
+	errs := <-failing
+	require.Len(t, errs, 1)
+	assert.ErrorIs(t, errs[0], errStopping)
+	assert.ErrorIs(t, errs[0], boom)
+	d.close()
+	late := d.run(context.Background(), []*pending{pendingIn("shop", "late")}, func() {})
+	assert.Equal(t, []error{errStopping}, late)
+	assert.Equal(t, []string{"fine"}, wrote)
 }
