@@ -80,15 +80,12 @@ func defaultQueue() exporterhelper.QueueBatchConfig {
 // more requests than that still delays the others.
 const lookahead = 256
 
-// stampsRequests says whether the queue keeps the context of ConsumeLogs
-// up to the push (the in-memory queue without batching), so that requests
-// dispatched at once can be put back in their queue order (seqGate).
+// stampsRequests says whether requests go through a queue whole (no
+// batching: a merged request would carry one stamp of several), so that
+// requests dispatched at once can be put back in their queue order
+// (seqGate).
 func (cfg *Config) stampsRequests() bool {
-	if !cfg.Queue.HasValue() {
-		return false
-	}
-	q := cfg.Queue.Get()
-	return q.StorageID == nil && !q.Batch.HasValue()
+	return cfg.Queue.HasValue() && !cfg.Queue.Get().Batch.HasValue()
 }
 
 // defaultQueueBytes holds about 20,000 ordinary Event records (about 1.5 KB

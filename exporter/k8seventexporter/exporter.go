@@ -92,11 +92,11 @@ func (e *k8seventExporter) shutdown(context.Context) error {
 }
 
 // orderedLogs is the exporter exporterhelper built, with the stamp of
-// seqGate taken as a request enters the in-memory queue.
+// seqGate taken as a request enters the queue.
 type orderedLogs struct {
 	exporter.Logs
 	e     *k8seventExporter
-	stamp bool       // the queue keeps the context (in memory, no batching)
+	stamp bool       // requests reach the push whole (no batching)
 	mu    sync.Mutex // stamps follow the order requests enter the queue
 }
 
@@ -106,7 +106,7 @@ func (o *orderedLogs) ConsumeLogs(ctx context.Context, ld plog.Logs) error {
 	}
 	o.mu.Lock()
 	s := o.e.gate.issue()
-	err := o.Logs.ConsumeLogs(withStamp(ctx, s), ld)
+	err := o.Logs.ConsumeLogs(o.e.gate.stamp(ctx, s), ld)
 	o.mu.Unlock()
 	if err != nil {
 		o.e.gate.pass(s) // not queued: nothing waits for it
@@ -142,8 +142,10 @@ func (e *k8seventExporter) pushLogs(ctx context.Context, ld plog.Logs) error {
 	}
 	// The records enter the lanes in the queue's order (see seqGate);
 	// a push whose records were all dropped passes too.
-	stamp := stampOf(ctx)
-	e.gate.wait(stamp)
+	stamp := e.gate.stampOf(ctx)
+	if e.gate.wait(stamp) {
+		e.logger.Warn("A queued request never reached the exporter: the requests after it no longer wait for it", zap.Uint64("stamp", stamp))
+	}
 	errs := e.disp.run(ctx, ps, func() { e.gate.pass(stamp) })
 	var first error
 	failed := map[[3]int]bool{}

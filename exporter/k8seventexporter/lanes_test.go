@@ -10,7 +10,10 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/client"
 	"go.opentelemetry.io/collector/config/configretry"
+	"go.opentelemetry.io/collector/pdata/plog"
+	pdatareq "go.opentelemetry.io/collector/pdata/xpdata/request"
 )
 
 func pendingIn(ns, name string) *pending {
@@ -135,6 +138,14 @@ func TestSeqGateAdmitsInStampOrder(t *testing.T) {
 	wg.Wait()
 	assert.Equal(t, []uint64{s2, s3}, order)
 	g.wait(0) // no stamp: never waits
+
+	// A stamp that never comes (the queue lost its request) is given up
+	// once nothing passed for maxWait; a straggler then passes at once.
+	g.maxWait = 20 * time.Millisecond
+	lost, next := g.issue(), g.issue()
+	assert.True(t, g.wait(next), "gave up waiting for the lost stamp")
+	g.pass(next)
+	assert.False(t, g.wait(lost))
 	s4 := g.issue()
 	g.stop()
 	g.wait(s4 + 1) // stopped: never waits
@@ -187,4 +198,21 @@ func TestDispatcherHandsBackWhatItCannotWrite(t *testing.T) {
 	late := d.run(context.Background(), []*pending{pendingIn("shop", "late")}, func() {})
 	assert.Equal(t, []error{errStopping}, late)
 	assert.Equal(t, []string{"fine"}, wrote)
+}
+
+// TestStampSurvivesThePersistentQueue: the stamp rides in the client
+// metadata, which the persistent queue stores with the request (the
+// encoding exporterhelper uses), next to the caller's own; a stamp of
+// another run (restored after a restart) is none.
+func TestStampSurvivesThePersistentQueue(t *testing.T) {
+	g := newSeqGate()
+	caller := client.NewContext(context.Background(), client.Info{Metadata: client.NewMetadata(map[string][]string{"tenant": {"a"}})})
+	buf, err := pdatareq.MarshalLogs(g.stamp(caller, 42), plog.NewLogs())
+	require.NoError(t, err)
+	restored, _, err := pdatareq.UnmarshalLogs(buf)
+	require.NoError(t, err)
+	assert.Equal(t, uint64(42), g.stampOf(restored))
+	assert.Equal(t, []string{"a"}, client.FromContext(restored).Metadata.Get("tenant"), "the caller's metadata is kept")
+	assert.Zero(t, newSeqGate().stampOf(restored), "another run's stamp")
+	assert.Zero(t, g.stampOf(context.Background()))
 }
