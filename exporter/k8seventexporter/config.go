@@ -59,20 +59,33 @@ func createDefaultConfig() *Config {
 	}
 }
 
-// defaultQueue has one consumer: the records of one Event object must be
-// written in order (a create before its patches, a lower count never over a
-// higher one), and the QPS cap, not concurrency, bounds the write rate. A
-// full queue blocks instead of refusing: a refused batch goes back upstream,
+// defaultQueue dispatches up to lookahead requests at once: their records
+// wait in per-namespace lanes that take turns (fairness), one write at a
+// time under the QPS cap; one object's records stay in order (seqGate,
+// lanes). A dispatched request still counts toward the queue's size until
+// its records are written. A full queue blocks instead of refusing: a refused batch goes back upstream,
 // and a sender that retries it has the processor count its occurrences twice.
 // It is sized in bytes, not requests: a request may hold a few records or
 // thousands, and hostile ones megabytes (1,000 requests held 9 GB).
 func defaultQueue() exporterhelper.QueueBatchConfig {
 	q := exporterhelper.NewDefaultQueueConfig()
-	q.NumConsumers = 1
+	q.NumConsumers = lookahead
 	q.BlockOnOverflow = true
 	q.Sizer = exporterhelper.RequestSizerTypeBytes
 	q.QueueSize = defaultQueueBytes
 	return q
+}
+
+// lookahead is how many queued requests the lanes choose from: a flood in
+// more requests than that still delays the others.
+const lookahead = 256
+
+// stampsRequests says whether requests go through a queue whole (no
+// batching: a merged request would carry one stamp of several), so that
+// requests dispatched at once can be put back in their queue order
+// (seqGate).
+func (cfg *Config) stampsRequests() bool {
+	return cfg.Queue.HasValue() && !cfg.Queue.Get().Batch.HasValue()
 }
 
 // defaultQueueBytes holds about 20,000 ordinary Event records (about 1.5 KB
@@ -109,9 +122,6 @@ func (cfg *Config) Validate() error {
 	}
 	if cfg.Queue.HasValue() {
 		q := cfg.Queue.Get()
-		if q.NumConsumers > 1 {
-			errs = append(errs, fmt.Errorf("sending_queue::num_consumers: must be 1 (one object's records are written in order), have %d", q.NumConsumers))
-		}
 		if !q.BlockOnOverflow {
 			errs = append(errs, errors.New("sending_queue::block_on_overflow: must be true (a refused batch retried upstream is counted twice)"))
 		}

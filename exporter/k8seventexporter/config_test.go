@@ -23,7 +23,7 @@ func TestLoadConfig(t *testing.T) {
 	def := createDefaultConfig()
 	assert.Equal(t, def, loadConfig(t, "k8sevent"))
 	require.NoError(t, def.Validate())
-	assert.Equal(t, 1, def.Queue.Get().NumConsumers, "one consumer keeps each object's records in order")
+	assert.Equal(t, lookahead, def.Queue.Get().NumConsumers, "the lanes choose among this many dispatched requests")
 	assert.True(t, def.Queue.Get().BlockOnOverflow, "a refused batch would be retried upstream and counted twice by the processor")
 
 	got := loadConfig(t, "k8sevent/all")
@@ -48,7 +48,7 @@ func TestValidateNamesEveryBadKey(t *testing.T) {
 	err := loadConfig(t, "k8sevent/invalid").Validate()
 	require.Error(t, err)
 	for _, key := range []string{`auth_type: "token"`, `api: "events.k8s.io/v2"`, "qps and burst", "max_note_bytes",
-		`reporting_controller: "Not A/Qualified/Name"`, "sending_queue::num_consumers", "sending_queue::block_on_overflow", "sending_queue::queue_size: counted in bytes"} {
+		`reporting_controller: "Not A/Qualified/Name"`, "sending_queue::block_on_overflow", "sending_queue::queue_size: counted in bytes"} {
 		assert.ErrorContains(t, err, key)
 	}
 }

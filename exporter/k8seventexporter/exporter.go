@@ -1,10 +1,12 @@
 package k8seventexporter // import "github.com/k8sevents/otel-k8sevents/exporter/k8seventexporter"
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"os"
+	"sync"
 	"time"
 
 	"go.opentelemetry.io/collector/component"
@@ -15,7 +17,6 @@ import (
 	"go.opentelemetry.io/otel/metric"
 	"go.uber.org/zap"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/client-go/kubernetes"
 
 	"github.com/k8sevents/otel-k8sevents/exporter/k8seventexporter/internal/metadata"
 	"github.com/k8sevents/otel-k8sevents/internal/k8sevent"
@@ -26,10 +27,11 @@ type k8seventExporter struct {
 	cfg       *Config
 	logger    *zap.Logger
 	telemetry *metadata.TelemetryBuilder
-	client    kubernetes.Interface // set by tests; else built at start
 	instance  string
 	w         *writer
 	logRate   *ratelog.Limiter[string]
+	gate      *seqGate    // pushes enter the lanes in the queue's order
+	disp      *dispatcher // the lanes and their writer; set at start
 }
 
 func newExporter(set exporter.Settings, cfg *Config) (*k8seventExporter, error) {
@@ -42,25 +44,22 @@ func newExporter(set exporter.Settings, cfg *Config) (*k8seventExporter, error) 
 		instance, _ = os.Hostname()
 	}
 	return &k8seventExporter{cfg: cfg, logger: set.Logger, telemetry: tb, instance: k8sevent.Truncate(instance, k8sevent.MaxFieldBytes),
-		logRate: ratelog.New[string](time.Minute)}, nil
+		logRate: ratelog.New[string](time.Minute), gate: newSeqGate()}, nil
 }
 
 func (e *k8seventExporter) start(ctx context.Context, _ component.Host) error {
-	if e.client == nil {
-		cs, err := e.cfg.Clientset(e.cfg.QPS, e.cfg.Burst)
-		if err != nil {
-			return fmt.Errorf("k8sevent: %w", err)
-		}
-		e.client = cs
+	cs, err := e.cfg.Clientset(e.cfg.QPS, e.cfg.Burst)
+	if err != nil {
+		return fmt.Errorf("k8sevent: %w", err)
 	}
 	api := e.cfg.API
 	if api == apiAuto {
 		api = k8sevent.APICoreV1
-		if _, err := e.client.Discovery().ServerResourcesForGroupVersion(k8sevent.APIEventsV1); err == nil {
+		if _, err := cs.Discovery().ServerResourcesForGroupVersion(k8sevent.APIEventsV1); err == nil {
 			api = k8sevent.APIEventsV1
 		}
 	}
-	e.w = newWriter(e.client, api, e.cfg)
+	e.w = newWriter(cs, api, e.cfg)
 	e.logger.Info("Writing events", zap.String("api", api))
 	if e.cfg.ReportingController != "" {
 		n, err := e.w.learn(ctx, e.cfg.ReportingController, 500)
@@ -70,18 +69,64 @@ func (e *k8seventExporter) start(ctx context.Context, _ component.Host) error {
 		}
 		e.logger.Info("Events written before", zap.Int("count", n))
 	}
+	e.disp = newDispatcher(e.writeOne, e.cfg.BackOff, e.cfg.TimeoutConfig.Timeout)
+	go e.disp.loop()
 	return nil
 }
 
+// stopping runs before exporterhelper drains its queue: failing writes
+// stop waiting for their retries, and pushes stop waiting for their turn.
+func (e *k8seventExporter) stopping() {
+	e.gate.stop()
+	if e.disp != nil {
+		e.disp.stop()
+	}
+}
+
 func (e *k8seventExporter) shutdown(context.Context) error {
+	if e.disp != nil {
+		e.disp.close()
+	}
 	e.telemetry.Shutdown()
 	return nil
 }
 
-// pushLogs writes every record; permanent failures are counted and
-// dropped, the first retryable one returns it and the records after it for
-// exporterhelper to retry (writes are idempotent: nothing is written twice).
+// orderedLogs is the exporter exporterhelper built, with the stamp of
+// seqGate taken as a request enters the queue.
+type orderedLogs struct {
+	exporter.Logs
+	e     *k8seventExporter
+	stamp bool       // requests reach the push whole (no batching)
+	mu    sync.Mutex // stamps follow the order requests enter the queue
+}
+
+func (o *orderedLogs) ConsumeLogs(ctx context.Context, ld plog.Logs) error {
+	if !o.stamp || ld.LogRecordCount() == 0 {
+		return o.Logs.ConsumeLogs(ctx, ld)
+	}
+	o.mu.Lock()
+	s := o.e.gate.issue()
+	err := o.Logs.ConsumeLogs(o.e.gate.stamp(ctx, s), ld)
+	o.mu.Unlock()
+	if err != nil {
+		o.e.gate.pass(s) // not queued: nothing waits for it
+	}
+	return err
+}
+
+func (o *orderedLogs) Shutdown(ctx context.Context) error {
+	o.e.stopping()
+	return o.Logs.Shutdown(ctx)
+}
+
+// pushLogs prepares every record (what cannot be written is counted and
+// dropped), hands them to the lanes and waits until each is written or
+// dropped. Records that were not (the exporter stops while their write
+// fails, retries ran out) are returned to exporterhelper: a persistent
+// queue keeps them for the next start.
 func (e *k8seventExporter) pushLogs(ctx context.Context, ld plog.Logs) error {
+	var ps []*pending
+	var at [][3]int // where each pending record is in ld
 	rls := ld.ResourceLogs()
 	for i := range rls.Len() {
 		rl := rls.At(i)
@@ -89,16 +134,42 @@ func (e *k8seventExporter) pushLogs(ctx context.Context, ld plog.Logs) error {
 		for j := range sls.Len() {
 			lrs := sls.At(j).LogRecords()
 			for k := range lrs.Len() {
-				if err := e.pushOne(ctx, rl, lrs.At(k)); err != nil {
-					return consumererror.NewLogs(err, remaining(ld, i, j, k))
+				if p := e.prepareOne(ctx, rl, lrs.At(k)); p != nil {
+					ps, at = append(ps, p), append(at, [3]int{i, j, k})
 				}
 			}
 		}
 	}
-	return nil
+	// The records enter the lanes in the queue's order (see seqGate);
+	// a push whose records were all dropped passes too.
+	stamp := e.gate.stampOf(ctx)
+	if e.gate.wait(stamp) {
+		e.logger.Warn("A queued request never reached the exporter: the requests after it no longer wait for it", zap.Uint64("stamp", stamp))
+	}
+	errs := e.disp.run(ctx, ps, func() { e.gate.pass(stamp) })
+	var first error
+	failed := map[[3]int]bool{}
+	permanent := true
+	for n, err := range errs {
+		if err != nil {
+			first = cmp.Or(first, err)
+			failed[at[n]] = true
+			permanent = permanent && consumererror.IsPermanent(err)
+		}
+	}
+	switch {
+	case first == nil:
+		return nil
+	case permanent:
+		return fmt.Errorf("%d of %d event records not written: %w", len(failed), len(ps), first)
+	}
+	return consumererror.NewLogs(fmt.Errorf("%d of %d event records not written: %w", len(failed), len(ps), first),
+		subset(ld, func(pos [3]int) bool { return failed[pos] }))
 }
 
-func (e *k8seventExporter) pushOne(ctx context.Context, rl plog.ResourceLogs, lr plog.LogRecord) error {
+// prepareOne decodes and repairs a record for the API, or counts why it
+// cannot be written (nil).
+func (e *k8seventExporter) prepareOne(ctx context.Context, rl plog.ResourceLogs, lr plog.LogRecord) *pending {
 	ev, _, found := k8sevent.Decode(rl.Resource(), lr, k8sevent.DecodeOptions{})
 	if !found {
 		e.permanent(ctx, "invalid", errors.New("record carries no Event"))
@@ -112,12 +183,19 @@ func (e *k8seventExporter) pushOne(ctx context.Context, rl plog.ResourceLogs, lr
 		e.permanent(ctx, reason, err)
 		return nil
 	}
-	start, name := time.Now(), ev.Name
+	return &pending{ev: ev, name: ev.Name}
+}
+
+// writeOne writes a prepared record: nil once written or dropped for good
+// (counted), else the retryable error.
+func (e *k8seventExporter) writeOne(ctx context.Context, p *pending) error {
+	ev := p.ev // a failed attempt starts again from the prepared record
+	start := time.Now()
 	out, err := e.w.write(ctx, &ev)
 	e.telemetry.ExporterK8seventWriteLatency.Record(ctx, time.Since(start).Seconds())
-	if ev.Name != name && e.logRate.Allow("renamed", start) {
+	if ev.Name != p.name && e.logRate.Allow("renamed", start) {
 		e.logger.Info("An event record named an object that is not its own: written under another name (logged once a minute)",
-			zap.String("namespace", ev.ObjectNamespace()), zap.String("name", name), zap.String("written_as", ev.Name))
+			zap.String("namespace", ev.ObjectNamespace()), zap.String("name", p.name), zap.String("written_as", ev.Name))
 	}
 	switch {
 	case err == nil:
@@ -150,26 +228,32 @@ func (e *k8seventExporter) permanent(ctx context.Context, reason string, err err
 	}
 }
 
-// remaining copies record k of scope j of resource i and everything after it.
-func remaining(ld plog.Logs, i, j, k int) plog.Logs {
+// subset copies the records of ld whose position (resource, scope,
+// record) keep selects.
+func subset(ld plog.Logs, keep func(pos [3]int) bool) plog.Logs {
 	out := plog.NewLogs()
 	rls := ld.ResourceLogs()
-	for ri := i; ri < rls.Len(); ri++ {
-		rl := rls.At(ri)
-		outRL := out.ResourceLogs().AppendEmpty()
-		rl.Resource().CopyTo(outRL.Resource())
-		for si := 0; si < rl.ScopeLogs().Len(); si++ {
-			if ri == i && si < j {
-				continue
-			}
-			sl := rl.ScopeLogs().At(si)
-			outSL := outRL.ScopeLogs().AppendEmpty()
-			sl.Scope().CopyTo(outSL.Scope())
-			for li := 0; li < sl.LogRecords().Len(); li++ {
-				if ri == i && si == j && li < k {
+	for i := range rls.Len() {
+		rl := rls.At(i)
+		var outRL plog.ResourceLogs
+		hasRL := false
+		for j := range rl.ScopeLogs().Len() {
+			sl := rl.ScopeLogs().At(j)
+			var outSL plog.ScopeLogs
+			hasSL := false
+			for k := range sl.LogRecords().Len() {
+				if !keep([3]int{i, j, k}) {
 					continue
 				}
-				sl.LogRecords().At(li).CopyTo(outSL.LogRecords().AppendEmpty())
+				if !hasRL {
+					outRL, hasRL = out.ResourceLogs().AppendEmpty(), true
+					rl.Resource().CopyTo(outRL.Resource())
+				}
+				if !hasSL {
+					outSL, hasSL = outRL.ScopeLogs().AppendEmpty(), true
+					sl.Scope().CopyTo(outSL.Scope())
+				}
+				sl.LogRecords().At(k).CopyTo(outSL.LogRecords().AppendEmpty())
 			}
 		}
 	}

@@ -25,11 +25,19 @@ func createLogs(ctx context.Context, set exporter.Settings, cfg component.Config
 	if err != nil {
 		return nil, err
 	}
-	return exporterhelper.NewLogs(ctx, set, cfg, e.pushLogs,
+	// The timeout bounds each API write (the dispatcher applies it), not a
+	// push, which waits for its records' turns in the lanes; the lanes retry
+	// a failed write in place, exporterhelper's retry only sees what is
+	// handed back at shutdown.
+	logs, err := exporterhelper.NewLogs(ctx, set, cfg, e.pushLogs,
 		exporterhelper.WithStart(e.start),
 		exporterhelper.WithShutdown(e.shutdown),
-		exporterhelper.WithTimeout(c.TimeoutConfig),
+		exporterhelper.WithTimeout(exporterhelper.TimeoutConfig{}),
 		exporterhelper.WithRetry(c.BackOff),
 		exporterhelper.WithQueue(c.Queue),
 	)
+	if err != nil {
+		return nil, err
+	}
+	return &orderedLogs{Logs: logs, e: e, stamp: c.stampsRequests()}, nil
 }

@@ -2,7 +2,6 @@ package k8seventexporter // import "github.com/k8sevents/otel-k8sevents/exporter
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -11,11 +10,8 @@ import (
 
 	"github.com/hashicorp/golang-lru/v2/simplelru"
 	"go.opentelemetry.io/collector/consumer/consumererror"
-	"go.opentelemetry.io/collector/exporter/exporterhelper"
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/kubernetes"
 
@@ -34,24 +30,24 @@ type outcome int
 const (
 	created outcome = iota
 	patched
-	createdAfter404  // patch answered 404 (the object expired): created
-	patchedAfter409  // create answered AlreadyExists (a retry, a restart) with a lower count: patched
-	adopted          // create answered AlreadyExists with this count already stored: nothing to send
-	stale            // older than what was written: skipped
-	unchanged        // the count already written: nothing to send
-	droppedPermanent // the record cannot be written: counted, never retried
+	createdAfter404 // patch answered 404 (the object expired): created
+	patchedAfter409 // create answered AlreadyExists (a retry, a restart) with a lower count: patched
+	adopted         // create answered AlreadyExists with this count already stored: nothing to send
+	stale           // older than what was written: skipped
+	unchanged       // the count already written: nothing to send
 )
 
 // writer turns Events into idempotent API writes: the first record of a
 // name creates, later ones patch only what changes. Its bookkeeping follows
 // the API server: a count is remembered only once a write carrying it was
 // accepted (or read back), so a failed or unanswered write is sent again
-// when exporterhelper retries the record.
+// when the record is retried. Its writes are made one at a time (the
+// dispatcher's single writer), so the check of what an object holds and the
+// write never interleave with another write of that object.
 type writer struct {
 	cs    kubernetes.Interface
-	api   string
+	sink  eventSink // the chosen API's writes
 	cfg   *Config
-	locks keyLocks                     // one write at a time per object
 	mu    sync.Mutex                   // guards known; never held across an API call
 	known *simplelru.LRU[string, held] // namespace/name -> what the API server holds
 }
@@ -79,7 +75,7 @@ func (w *writer) recall(key string) (held, bool) {
 
 func newWriter(cs kubernetes.Interface, api string, cfg *Config) *writer {
 	known, _ := simplelru.NewLRU[string, held](knownNames, nil)
-	return &writer{cs: cs, api: api, cfg: cfg, known: known}
+	return &writer{cs: cs, sink: newSink(cs, api), cfg: cfg, known: known}
 }
 
 // learn remembers the Events this exporter's reporting controller wrote
@@ -146,56 +142,23 @@ func (w *writer) prepare(ev *k8sevent.Event, instance string) error {
 		ev.Name = k8sevent.GenerateName(ev.Regarding.Name, ev.FirstTime(), ev.Reason+"\x00"+ev.Regarding.UID+"\x00"+ev.UID)
 	}
 	ev.EventTime = ev.FirstTime()
-	if w.api == k8sevent.APIEventsV1 && ev.SeriesCount == 0 && ev.Count >= 2 {
-		// A count without a series (mode: legacy, an app's count):
-		// events.k8s.io/v1 has no writable count but the series, which both
-		// APIs and both kubectl commands show.
-		ev.SeriesCount, ev.SeriesLastObservedTime = ev.Count, ev.LastTimestamp
-		if ev.SeriesLastObservedTime.IsZero() {
-			ev.SeriesLastObservedTime = ev.Time
-		}
-	}
-	if ev.SeriesCount == 1 {
-		ev.SeriesCount = 0 // the API server rejects a series below 2
-	}
-	if ev.SeriesCount > 0 && ev.SeriesLastObservedTime.IsZero() {
-		ev.SeriesLastObservedTime = ev.Time
-	}
-	if w.api == k8sevent.APICoreV1 {
-		ev.Count = max(ev.Count, ev.SeriesCount, 1)
-		if ev.FirstTimestamp.IsZero() {
-			ev.FirstTimestamp = ev.FirstTime()
-		}
-		ev.LastTimestamp = lastSeen(ev)
-		ev.EventTime, ev.SeriesCount = time.Time{}, 0 // legacy fields only: no strict validation
-		if ev.SourceComponent == "" {
-			ev.SourceComponent = ev.ReportingController
-		}
-	}
-	if err := k8sevent.Validate(ev, w.api); err != nil {
+	w.sink.adapt(ev)
+	if err := k8sevent.Validate(ev, w.sink.api()); err != nil {
 		return consumererror.NewPermanent(fmt.Errorf("event %s/%s would be rejected: %w", ns, ev.Name, err))
 	}
-	if err := checkSize(ev, w.api); err != nil {
+	if err := checkSize(ev, w.sink.api()); err != nil {
 		return consumererror.NewPermanent(fmt.Errorf("event %s/%s too large: %w", ns, ev.Name, err))
 	}
 	return nil
 }
 
-// count is the occurrences a prepared Event states in the chosen API.
-func (w *writer) count(ev *k8sevent.Event) int64 {
-	if w.api == k8sevent.APICoreV1 {
-		return max(ev.Count, 1)
-	}
-	return max(ev.SeriesCount, 1)
-}
-
-// write makes the API write for a prepared Event. Every path is safe to
-// retry: nothing is remembered until the API server accepted it, a create
-// that meets an existing object reads it and never lowers its count, and
-// the writes of one object never interleave. An object under the record's
-// name that is not the record's own (see owner) is never written: the
-// record moves to a deterministic other name (renamed), at most maxRenames
-// times, then it is dropped (errNameTaken).
+// write makes the API write for a prepared Event; the outcome means
+// something only without an error. Every path is safe to retry: nothing is
+// remembered until the API server accepted it, and a create that meets an
+// existing object reads it and never lowers its count. An object under the
+// record's name that is not the record's own (see owner) is never written:
+// the record moves to a deterministic other name (renamed), at most
+// maxRenames times, then it is dropped (errNameTaken).
 func (w *writer) write(ctx context.Context, ev *k8sevent.Event) (outcome, error) {
 	original := ev.Name
 	for n := 0; ; n++ {
@@ -204,7 +167,7 @@ func (w *writer) write(ctx context.Context, ev *k8sevent.Event) (outcome, error)
 			return out, err
 		}
 		if n == maxRenames {
-			return droppedPermanent, consumererror.NewPermanent(fmt.Errorf("event %s/%s: %w", ev.ObjectNamespace(), original, errNameTaken))
+			return 0, consumererror.NewPermanent(fmt.Errorf("event %s/%s: %w", ev.ObjectNamespace(), original, errNameTaken))
 		}
 		ev.Name = renamed(ev, original, n+1)
 	}
@@ -213,16 +176,14 @@ func (w *writer) write(ctx context.Context, ev *k8sevent.Event) (outcome, error)
 // writeName writes ev under its current name, or answers errNotOurs
 // (without writing) when the object there is not its own.
 func (w *writer) writeName(ctx context.Context, ev *k8sevent.Event) (outcome, error) {
-	key, count, own := ev.ObjectNamespace()+"/"+ev.Name, w.count(ev), ownerOf(ev)
-	unlock := w.locks.lock(key)
-	defer unlock()
+	key, count, own := ev.ObjectNamespace()+"/"+ev.Name, w.sink.occurrences(ev), ownerOf(ev)
 	h, ok := w.recall(key)
 	last := h.count
 	switch {
 	case !ok:
 		return w.createOrAdopt(ctx, key, ev, count)
 	case !h.owner.matches(own):
-		return droppedPermanent, errNotOurs
+		return 0, errNotOurs
 	case count < last:
 		return stale, nil // an older record after a newer one: never lower a count
 	case count == last:
@@ -231,7 +192,7 @@ func (w *writer) writeName(ctx context.Context, ev *k8sevent.Event) (outcome, er
 		// nothing, and an unchanged patch does not even refresh the TTL.
 		return unchanged, nil
 	}
-	sent, err := w.patch(ctx, ev)
+	sent, err := w.sink.patch(ctx, ev)
 	switch {
 	case err == nil && !sent:
 		return unchanged, nil
@@ -242,7 +203,7 @@ func (w *writer) writeName(ctx context.Context, ev *k8sevent.Event) (outcome, er
 		return patched, w.classify(err, "patch", ev)
 	}
 	// The object expired (its TTL): create it again.
-	switch err = w.create(ctx, ev); {
+	switch err = w.sink.create(ctx, ev); {
 	case err == nil:
 		w.remember(key, count, own)
 		return createdAfter404, nil
@@ -254,7 +215,7 @@ func (w *writer) writeName(ctx context.Context, ev *k8sevent.Event) (outcome, er
 
 // createOrAdopt writes an object this writer does not know.
 func (w *writer) createOrAdopt(ctx context.Context, key string, ev *k8sevent.Event, count int64) (outcome, error) {
-	err := w.create(ctx, ev)
+	err := w.sink.create(ctx, ev)
 	switch {
 	case err == nil:
 		w.remember(key, count, ownerOf(ev))
@@ -281,7 +242,7 @@ func (w *writer) adopt(ctx context.Context, key string, ev *k8sevent.Event, coun
 	switch {
 	case !theirs.matches(ownerOf(ev)):
 		w.remember(key, have, theirs) // later records of this name skip the read
-		return droppedPermanent, errNotOurs
+		return 0, errNotOurs
 	case have > count:
 		w.remember(key, have, theirs)
 		return stale, nil
@@ -289,52 +250,12 @@ func (w *writer) adopt(ctx context.Context, key string, ev *k8sevent.Event, coun
 		w.remember(key, have, theirs)
 		return adopted, nil
 	}
-	if _, err := w.patch(ctx, ev); err != nil {
+	if _, err := w.sink.patch(ctx, ev); err != nil {
 		// A 404 here: it expired since the read; the retry creates it.
 		return patchedAfter409, w.classify(err, "patch", ev)
 	}
 	w.remember(key, count, theirs)
 	return patchedAfter409, nil
-}
-
-func (w *writer) create(ctx context.Context, ev *k8sevent.Event) error {
-	var err error
-	if w.api == k8sevent.APICoreV1 {
-		_, err = w.cs.CoreV1().Events(ev.ObjectNamespace()).Create(ctx, ev.ToCoreV1(), metav1.CreateOptions{})
-	} else {
-		out := ev.ToEventsV1()
-		out.DeprecatedSource, out.DeprecatedCount = corev1.EventSource{}, 0
-		out.DeprecatedFirstTimestamp, out.DeprecatedLastTimestamp = metav1.Time{}, metav1.Time{}
-		_, err = w.cs.EventsV1().Events(ev.ObjectNamespace()).Create(ctx, out, metav1.CreateOptions{})
-	}
-	return err
-}
-
-// patch writes only what changes between records of one object; sent is
-// false when nothing does (an events.k8s.io singleton).
-func (w *writer) patch(ctx context.Context, ev *k8sevent.Event) (sent bool, err error) {
-	var body map[string]any
-	if w.api == k8sevent.APICoreV1 {
-		body = map[string]any{"count": ev.Count, "lastTimestamp": metav1.NewTime(ev.LastTimestamp), "message": ev.Note}
-	} else {
-		if ev.SeriesCount == 0 {
-			return false, nil // a singleton again: nothing changes
-		}
-		body = map[string]any{"series": map[string]any{
-			"count": ev.SeriesCount, "lastObservedTime": metav1.NewMicroTime(ev.SeriesLastObservedTime),
-		}}
-	}
-	data, err := json.Marshal(body)
-	if err != nil {
-		return false, fmt.Errorf("patch body: %w", err)
-	}
-	ns := ev.ObjectNamespace()
-	if w.api == k8sevent.APICoreV1 {
-		_, err = w.cs.CoreV1().Events(ns).Patch(ctx, ev.Name, types.MergePatchType, data, metav1.PatchOptions{})
-	} else {
-		_, err = w.cs.EventsV1().Events(ns).Patch(ctx, ev.Name, types.MergePatchType, data, metav1.PatchOptions{})
-	}
-	return true, err
 }
 
 // classify decides what a failed request means: retry later (honouring
@@ -349,28 +270,12 @@ func (w *writer) classify(err error, verb string, ev *k8sevent.Event) error {
 	switch {
 	case apierrors.IsTooManyRequests(err):
 		if delay, ok := apierrors.SuggestsClientDelay(err); ok && delay > 0 {
-			return exporterhelper.NewThrottleRetry(err, time.Duration(delay)*time.Second)
+			return throttled{error: err, after: time.Duration(delay) * time.Second}
 		}
-		return err // exporterhelper's exponential backoff
+		return err // retry_on_failure's exponential backoff
 	case apierrors.IsBadRequest(err), apierrors.IsForbidden(err), apierrors.IsInvalid(err), tooLarge(err),
 		apierrors.IsNotFound(err) && verb == "create", apierrors.IsMethodNotSupported(err):
 		return consumererror.NewPermanent(err)
 	}
-	return err // 5xx, timeouts, connection refused: exporterhelper retries
-}
-
-// lastSeen is the latest occurrence a record states: the processor's
-// k8s.event.last_timestamp (legacy mode) or series lastObservedTime, which
-// never move backwards; the record's own time only when it states neither
-// (with out-of-order input, it may be older than an occurrence already
-// written).
-func lastSeen(ev *k8sevent.Event) time.Time {
-	last := ev.LastTimestamp
-	if ev.SeriesLastObservedTime.After(last) {
-		last = ev.SeriesLastObservedTime
-	}
-	if last.IsZero() {
-		return ev.Time
-	}
-	return last
+	return err // 5xx, timeouts, connection refused: retried
 }

@@ -1,0 +1,192 @@
+package k8seventexporter
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/component/componenttest"
+	eventsv1 "k8s.io/api/events/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
+
+	"github.com/k8sevents/otel-k8sevents/internal/harness/faultproxy"
+	"github.com/k8sevents/otel-k8sevents/internal/k8sevent"
+)
+
+// written is one write as a watch of every namespace saw it, in the API
+// server's order.
+type written struct {
+	ns, name string
+	count    int32
+}
+
+// writeLog watches every Event write from now on.
+type writeLog struct {
+	mu  sync.Mutex
+	all []written
+}
+
+func (r *rig) watchWrites(t *testing.T) *writeLog {
+	t.Helper()
+	w, err := r.srv.Clientset().EventsV1().Events(metav1.NamespaceAll).Watch(context.Background(), metav1.ListOptions{})
+	require.NoError(t, err)
+	t.Cleanup(w.Stop)
+	log := &writeLog{}
+	go func() {
+		for ev := range w.ResultChan() {
+			if e, ok := ev.Object.(*eventsv1.Event); ok && ev.Type != watch.Deleted {
+				log.mu.Lock()
+				log.all = append(log.all, written{ns: e.Namespace, name: e.Name, count: int32(k8sevent.EventsV1Occurrences(e))})
+				log.mu.Unlock()
+			}
+		}
+	}()
+	return log
+}
+
+func (l *writeLog) snapshot() []written {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]written(nil), l.all...)
+}
+
+// neverDown fails when an object's count went down between two writes.
+func (l *writeLog) neverDown(t *testing.T) {
+	t.Helper()
+	last := map[string]int32{}
+	for _, w := range l.snapshot() {
+		key := w.ns + "/" + w.name
+		assert.GreaterOrEqual(t, w.count, last[key], "%s: the count went down", key)
+		last[key] = w.count
+	}
+}
+
+// TestHostileFloodDoesNotDelayOtherNamespaces (issue 11 item 5): the
+// factory's exporter with its defaults (QPS 20, burst 50, in-memory queue)
+// is flooded with distinct records in namespace shop; one record for
+// namespace other, sent while the flood is being written, is written after
+// at most a handful of flood writes, not after the flood. Every flood
+// object ends with its exact count, and no count ever goes down.
+func TestHostileFloodDoesNotDelayOtherNamespaces(t *testing.T) {
+	r := newRig(t)
+	log := r.watchWrites(t)
+	exp, tel := r.start(t, nil)
+	const objects, batchSize = 300, 100
+	flood := func(i int) string { return fmt.Sprintf("web-1.flood-%03d", i) }
+	// Each object's singleton, then its series at 2: two writes each.
+	for _, state := range []string{k8sevent.StateSingleton, k8sevent.StateStarted} {
+		for start := 0; start < objects; start += batchSize {
+			var evs []k8sevent.Event
+			for i := start; i < start+batchSize; i++ {
+				count := map[string]int64{k8sevent.StateSingleton: 1, k8sevent.StateStarted: 2}[state]
+				evs = append(evs, record(flood(i), state, count, t0.Add(time.Duration(count)*time.Second)))
+			}
+			send(t, exp, evs...)
+		}
+	}
+	floodWrites := func() int64 {
+		return counter(t, tel, "otelcol_exporter_k8sevent_writes", "outcome", "created") +
+			counter(t, tel, "otelcol_exporter_k8sevent_writes", "outcome", "patched")
+	}
+	// Past the burst the flood is written at 20/s: the other namespace's
+	// record meets it in full flow.
+	const burst = 50
+	require.Eventually(t, func() bool { return floodWrites() > burst+10 }, 60*time.Second, 10*time.Millisecond)
+
+	quiet := record("api-1.quiet", k8sevent.StateSingleton, 1, t0)
+	quiet.Regarding.Namespace, quiet.Regarding.Name = "other", "api-1"
+	before := floodWrites() // flood writes done before it was sent
+	send(t, exp, quiet)
+	require.Eventually(t, func() bool {
+		for _, w := range log.snapshot() {
+			if w.ns == "other" {
+				return true
+			}
+		}
+		return false
+	}, 60*time.Second, 10*time.Millisecond, "the other namespace's Event is written")
+
+	var ahead int64 // flood writes the API server applied before it
+	for _, w := range log.snapshot() {
+		if w.ns == "other" {
+			break
+		}
+		ahead++
+	}
+	// Once its push put it in its lane, at most the write in flight and one
+	// turn of the flood's lane come first (2). Between ConsumeLogs and that,
+	// the queue's consumer takes it and prepares it: allowed one second of
+	// writes at the QPS cap (20). First in first out, about 550 came first.
+	const bound = 2 + 20
+	assert.LessOrEqual(t, ahead-before, int64(bound), "flood writes after the other namespace's record was sent")
+	assert.Less(t, ahead, int64(2*objects), "written before the flood is done")
+	t.Logf("flood writes before the other namespace's Event: %d (%d of them after it was sent), of %d", ahead, ahead-before, 2*objects)
+
+	// Nothing lost to fairness: every flood object at its exact count.
+	want := map[string]int32{}
+	for i := range objects {
+		want[flood(i)] = 2
+	}
+	r.waitForCounts(t, want)
+	log.neverDown(t)
+	assert.Zero(t, counter(t, tel, "otelcol_exporter_k8sevent_writes", "outcome", "stale"), "no record overtook an earlier one of its object")
+}
+
+// TestFaultOneNamespaceFailingDoesNotBlockOthers: the write of the last
+// record of a series in namespace shop fails (503 for a while). Records of
+// namespace other are written meanwhile; once the fault clears the shop
+// object ends with its exact count, and no count ever went down.
+func TestFaultOneNamespaceFailingDoesNotBlockOthers(t *testing.T) {
+	r := newRig(t)
+	fr := r.withProxy(t)
+	log := r.watchWrites(t)
+	exp, tel := fr.faultExporter(t, k8sevent.APIEventsV1, componenttest.NewNopHost())
+	t.Cleanup(func() { require.NoError(t, exp.Shutdown(context.Background())) })
+
+	const name = "web-1.last-fails"
+	send(t, exp, record(name, k8sevent.StateSingleton, 1, t0), record(name, k8sevent.StateStarted, 2, t0.Add(time.Second)),
+		record(name, k8sevent.StateOngoing, 5, t0.Add(time.Minute)))
+	require.Eventually(t, func() bool {
+		c, e, err := r.occurrences(t, name)
+		return err == nil && c == 5 && e == 5
+	}, 30*time.Second, 10*time.Millisecond)
+
+	h := fr.proxy.Add(faultproxy.Rule{Verb: "PATCH", Path: "/apis/events.k8s.io/v1/namespaces/shop/events/" + name,
+		Action: faultproxy.Fail, Code: 503})
+	send(t, exp, record(name, k8sevent.StateFinished, 7, t0.Add(2*time.Minute)))
+	require.Eventually(t, func() bool { return h.Acted() >= 1 }, 30*time.Second, 10*time.Millisecond, "the last record's write fails")
+
+	elsewhere := func(name, state string, count int64) k8sevent.Event {
+		ev := record(name, state, count, t0.Add(time.Duration(count)*time.Second))
+		ev.Regarding.Namespace, ev.Regarding.Name, ev.Regarding.UID = "other", "api-1", "uid-api-1"
+		return ev
+	}
+	send(t, exp, elsewhere("api-1.a", k8sevent.StateSingleton, 1))
+	send(t, exp, elsewhere("api-1.a", k8sevent.StateStarted, 2))
+	send(t, exp, elsewhere("api-1.a", k8sevent.StateOngoing, 4), elsewhere("api-1.b", k8sevent.StateSingleton, 1))
+	otherDone := func() bool {
+		a, errA := r.srv.Clientset().EventsV1().Events("other").Get(context.Background(), "api-1.a", metav1.GetOptions{})
+		_, errB := r.srv.Clientset().EventsV1().Events("other").Get(context.Background(), "api-1.b", metav1.GetOptions{})
+		return errA == nil && errB == nil && k8sevent.EventsV1Occurrences(a) == 4
+	}
+	require.Eventually(t, otherDone, 30*time.Second, 10*time.Millisecond, "namespace other is written while shop's write fails")
+	c, e, err := r.occurrences(t, name)
+	require.NoError(t, err)
+	assert.Equal(t, []int64{5, 5}, []int64{c, e}, "the failing write did not pass the fault")
+	require.Eventually(t, func() bool { return h.Acted() >= 3 }, 30*time.Second, 10*time.Millisecond, "retried in place")
+
+	h.Remove()
+	require.Eventually(t, func() bool {
+		c, e, err := r.occurrences(t, name)
+		return err == nil && c == 7 && e == 7
+	}, 30*time.Second, 10*time.Millisecond, "exact once the fault clears")
+	log.neverDown(t)
+	assert.Equal(t, 1, r.objectsAbout(t, "web-1"), "one object per series")
+	assert.Zero(t, counter(t, tel, "otelcol_exporter_k8sevent_writes", "outcome", "stale"))
+	assert.Zero(t, counter(t, tel, "otelcol_exporter_k8sevent_permanent_failures", "reason", "rejected"))
+}
