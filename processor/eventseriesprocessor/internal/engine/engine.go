@@ -295,13 +295,19 @@ func (e *Engine) observeSeries(ev *k8sevent.Event, delta, t int64) {
 	}
 }
 
+// newState adds a state for ev, whose key e.buf holds.
 func (e *Engine) newState(l *layout, ev *k8sevent.Event, t int64) *state {
-	packed, keyLen := l.pack(e.buf, ev)
+	var packed string
+	var keyLen int
+	packed, keyLen, e.buf = l.pack(e.buf, ev)
 	key := packed[:keyLen]
 	e.made++
+	// The name hashes the key and the count of states made; the two are
+	// joined in e.buf, not in a string of their own (one per new series).
+	e.buf = strconv.AppendUint(append(e.buf[:0], key...), e.made, 10)
 	st := &state{packed: packed, keyLen: keyLen, heapIdx: -1, first: t, last: t, seenAt: e.now,
 		note: l.field(packed, fNote),
-		name: k8sevent.GenerateName(ev.Regarding.Name, time.Unix(0, t), key+strconv.FormatUint(e.made, 10))}
+		name: k8sevent.GenerateName(ev.Regarding.Name, time.Unix(0, t), borrow(e.buf))}
 	e.states.Add(key, st)
 	return st
 }
