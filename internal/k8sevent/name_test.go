@@ -41,3 +41,24 @@ func TestKeyIndex(t *testing.T) {
 		require.Equal(t, contractKey(-1), keyIndex(k), k)
 	}
 }
+
+// Sanitize checks reporting controllers by hand: the check must agree with
+// apimachinery's on every string.
+func TestIsQualifiedNameAgreesWithApimachinery(t *testing.T) {
+	cases := []string{"", "a", "A", "kubelet", "default-scheduler", "k8s.io/kubelet", "example.com/My_Name.1",
+		"/a", "a/", "a/b/c", "A.com/b", "-a", "a-", "_a", "a_", ".a", "a.", "a..b", "é", "a/é",
+		strings.Repeat("a", 63), strings.Repeat("a", 64), strings.Repeat("a", 253) + "/a", strings.Repeat("a", 254) + "/a"}
+	rng := rand.New(rand.NewPCG(3, 4))
+	const alphabet = "aZ09.-_/.-A_é"
+	for range 20000 {
+		b := make([]byte, rng.IntN(12))
+		for i := range b {
+			b[i] = alphabet[rng.IntN(len(alphabet))]
+		}
+		cases = append(cases, string(b))
+	}
+	for _, s := range cases {
+		want := len(validation.IsQualifiedName(s)) == 0
+		require.Equal(t, want, isQualifiedName(s), "%q", s)
+	}
+}

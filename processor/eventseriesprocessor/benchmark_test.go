@@ -27,8 +27,9 @@ type recordShape struct {
 	// sharedUID: one Event object per pod, its cumulative count growing (a
 	// watched core/v1 Event being patched). Otherwise every occurrence is an
 	// Event object of its own, with its own k8s.event.name and
-	// k8s.event.uid and no count (a raw storm, an app sending OTLP, the
-	// receiver watching events.k8s.io/v1).
+	// k8s.event.uid and no count, and the reporting controller and
+	// instance events.k8s.io/v1 requires (a raw storm, an app sending OTLP,
+	// the receiver watching events.k8s.io/v1).
 	sharedUID bool
 }
 
@@ -69,6 +70,10 @@ func newBenchBatch(shape recordShape, keyOf func(i int) int) *benchBatch {
 		contribRecord(ev).ResourceLogs().MoveAndAppendTo(b.ld.ResourceLogs())
 		rl := b.ld.ResourceLogs().At(i)
 		lr := rl.ScopeLogs().At(0).LogRecords().At(0)
+		if !shape.sharedUID {
+			lr.Attributes().PutStr(k8sevent.AttrReportingController, ev.ReportingController)
+			lr.Attributes().PutStr(k8sevent.AttrReportingInstance, ev.ReportingInstance)
+		}
 		get := func(m pcommon.Map, key string) pcommon.Value { v, _ := m.Get(key); return v }
 		b.keys = append(b.keys, k)
 		b.counts = append(b.counts, get(lr.Attributes(), k8sevent.AttrCount))
