@@ -84,30 +84,7 @@ func TestFaultRefusedMovedRecordIsIntact(t *testing.T) {
 	for _, refuseFor := range []int{1, 3, -1} {
 		for from := 1; from <= 6; from++ {
 			t.Run(fmt.Sprintf("from call %d for %d", from, refuseFor), func(t *testing.T) {
-				dir := t.TempDir()
-				script := contribScript()
-				h, stop := fileStorage(t, dir)
-				first := newRunAt(t, eventTime, clock)
-				noBackgroundRetry(first.p)
-				first.sink.plan = func(call int) bool { return call >= from && (refuseFor < 0 || call < from+refuseFor) }
-				require.NoError(t, first.p.Start(context.Background(), h))
-				next := 0
-				for next < len(script) && send(t, first.p, script[next], 5) {
-					scribble(script[next])
-					next++
-				}
-				require.NoError(t, first.p.Shutdown(context.Background()))
-				stop()
-				require.Positive(t, first.sink.refusedCalls(), "the fault happened")
-
-				h, stop = fileStorage(t, dir)
-				defer stop()
-				second := newRunAt(t, eventTime, clock)
-				require.NoError(t, second.p.Start(context.Background(), h))
-				for ; next < len(script); next++ {
-					require.True(t, send(t, second.p, script[next], 1))
-				}
-				require.NoError(t, second.p.Shutdown(context.Background()))
+				first, second := refuseThenRestart(t, contribScript(), from, refuseFor, scribble)
 				assert.Equal(t, want, recordKeys(t, first.sink, second.sink))
 			})
 		}
