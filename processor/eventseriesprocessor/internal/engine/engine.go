@@ -51,6 +51,8 @@ var KindNames = [numKinds]string{k8sevent.StateSingleton, k8sevent.StateStarted,
 // Emission is one record to emit.
 type Emission struct {
 	// FromInput: the record is the input record just observed, annotated.
+	// Observe returns at most one such emission (the shell moves the input
+	// record into it).
 	// Otherwise Event holds the rebuilt Event (its strings are only valid
 	// until the engine is called again).
 	FromInput  bool
