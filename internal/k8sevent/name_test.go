@@ -14,15 +14,7 @@ import (
 func TestIsDNS1123SubdomainAgreesWithApimachinery(t *testing.T) {
 	cases := []string{"", "a", "-", "a-", "-a", "a.b", "a..b", ".a", "a.", "a.-b", "a-.b", "A", "a_b",
 		"pod-1.17f0a2b3c4d5e6f7", "é", strings.Repeat("a", 253), strings.Repeat("a", 254), strings.Repeat("a.", 126) + "a"}
-	rng := rand.New(rand.NewPCG(1, 2))
-	const alphabet = "ab09.-.-A_é"
-	for range 20000 {
-		b := make([]byte, rng.IntN(12))
-		for i := range b {
-			b[i] = alphabet[rng.IntN(len(alphabet))]
-		}
-		cases = append(cases, string(b))
-	}
+	cases = append(cases, randomStrings(1, "ab09.-.-A_é")...)
 	for _, s := range cases {
 		want := len(validation.IsDNS1123Subdomain(s)) == 0
 		require.Equal(t, want, isDNS1123Subdomain([]byte(s)), "%q", s)
@@ -40,4 +32,32 @@ func TestKeyIndex(t *testing.T) {
 	for _, k := range []string{"", "k", "k8s", "k8s.", "service.name", "k8s.pod.name"} {
 		require.Equal(t, contractKey(-1), keyIndex(k), k)
 	}
+}
+
+// Sanitize checks reporting controllers by hand: the check must agree with
+// apimachinery's on every string.
+func TestIsQualifiedNameAgreesWithApimachinery(t *testing.T) {
+	cases := []string{"", "a", "A", "kubelet", "default-scheduler", "k8s.io/kubelet", "example.com/My_Name.1",
+		"/a", "a/", "a/b/c", "A.com/b", "-a", "a-", "_a", "a_", ".a", "a.", "a..b", "é", "a/é",
+		strings.Repeat("a", 63), strings.Repeat("a", 64), strings.Repeat("a", 253) + "/a", strings.Repeat("a", 254) + "/a"}
+	cases = append(cases, randomStrings(3, "aZ09.-_/.-A_é")...)
+	for _, s := range cases {
+		want := len(validation.IsQualifiedName(s)) == 0
+		require.Equal(t, want, isQualifiedName(s), "%q", s)
+	}
+}
+
+// randomStrings is 20,000 strings of up to 11 bytes of alphabet (bytes, so
+// a multi-byte rune may be cut), the same for a seed on every run.
+func randomStrings(seed uint64, alphabet string) []string {
+	rng := rand.New(rand.NewPCG(seed, seed+1))
+	out := make([]string, 20000)
+	for n := range out {
+		b := make([]byte, rng.IntN(12))
+		for i := range b {
+			b[i] = alphabet[rng.IntN(len(alphabet))]
+		}
+		out[n] = string(b)
+	}
+	return out
 }

@@ -73,32 +73,7 @@ func TestFaultRefusedRecordsAreNeverLost(t *testing.T) {
 	for _, refuseFor := range []int{1, 3, -1} {
 		for from := 1; from <= 6; from++ {
 			t.Run(fmt.Sprintf("from call %d for %d", from, refuseFor), func(t *testing.T) {
-				dir := t.TempDir()
-				script := faultScript()
-				h, stop := fileStorage(t, dir)
-				first := newRunAt(t, eventTime, func() time.Time { return t0.Add(time.Hour) })
-				noBackgroundRetry(first.p)
-				first.sink.plan = func(call int) bool { return call >= from && (refuseFor < 0 || call < from+refuseFor) }
-				require.NoError(t, first.p.Start(context.Background(), h))
-				next := 0
-				for next < len(script) && send(t, first.p, script[next], 5) {
-					next++
-				}
-				require.True(t, next == len(script) || refuseFor < 0, "a refusal that ends lets every batch in")
-				require.NoError(t, first.p.Shutdown(context.Background()), "what is refused at shutdown is kept in storage")
-				stop()
-				require.Positive(t, first.sink.refusedCalls(), "the fault happened")
-
-				h, stop = fileStorage(t, dir)
-				defer stop()
-				second := newRunAt(t, eventTime, func() time.Time { return t0.Add(time.Hour) })
-				noBackgroundRetry(second.p)
-				require.NoError(t, second.p.Start(context.Background(), h))
-				for ; next < len(script); next++ {
-					require.True(t, send(t, second.p, script[next], 1))
-				}
-				require.NoError(t, second.p.Shutdown(context.Background()))
-
+				first, second := refuseThenRestart(t, faultScript(), from, refuseFor, nil)
 				d := collect(t, first.sink, second.sink)
 				d.requireExact(t, faultScriptOccurrences)
 				assert.Len(t, d.names, 3, "three series")
@@ -107,6 +82,44 @@ func TestFaultRefusedRecordsAreNeverLost(t *testing.T) {
 			})
 		}
 	}
+}
+
+// refuseThenRestart sends script (in event time, with storage) to a
+// processor whose next consumer refuses refuseFor calls (-1: until the
+// restart) from call from on; its senders retry up to 5 times, then the
+// collector restarts and the rest of the script goes to the second run.
+// taken, if set, is called with each batch once the processor took it.
+func refuseThenRestart(t *testing.T, script []plog.Logs, from, refuseFor int, taken func(plog.Logs)) (first, second *run) {
+	t.Helper()
+	dir := t.TempDir()
+	clock := func() time.Time { return t0.Add(time.Hour) }
+	h, stop := fileStorage(t, dir)
+	first = newRunAt(t, eventTime, clock)
+	noBackgroundRetry(first.p)
+	first.sink.plan = func(call int) bool { return call >= from && (refuseFor < 0 || call < from+refuseFor) }
+	require.NoError(t, first.p.Start(context.Background(), h))
+	next := 0
+	for next < len(script) && send(t, first.p, script[next], 5) {
+		if taken != nil {
+			taken(script[next])
+		}
+		next++
+	}
+	require.True(t, next == len(script) || refuseFor < 0, "a refusal that ends lets every batch in")
+	require.NoError(t, first.p.Shutdown(context.Background()), "what is refused at shutdown is kept in storage")
+	stop()
+	require.Positive(t, first.sink.refusedCalls(), "the fault happened")
+
+	h, stop = fileStorage(t, dir)
+	defer stop()
+	second = newRunAt(t, eventTime, clock)
+	noBackgroundRetry(second.p)
+	require.NoError(t, second.p.Start(context.Background(), h))
+	for ; next < len(script); next++ {
+		require.True(t, send(t, second.p, script[next], 1))
+	}
+	require.NoError(t, second.p.Shutdown(context.Background()))
+	return first, second
 }
 
 // occurrencesCounted adds up the occurrences metric of the runs.

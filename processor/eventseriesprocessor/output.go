@@ -1,6 +1,7 @@
 package eventseriesprocessor // import "github.com/k8sevents/otel-k8sevents/processor/eventseriesprocessor"
 
 import (
+	"slices"
 	"time"
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
@@ -16,18 +17,35 @@ import (
 // decided after a count update must not overtake it). A run of records from
 // one input scope shares one output scope; timer records get a scope of
 // their own between them.
+//
+// The processor declares MutatesData: input records, and the resource of
+// each input ResourceLogs the first time one of its records goes out, are
+// moved into the output, not copied (copying was most of the allocations
+// of a record that opens a series). Every input record goes out at most
+// once (the engine makes at most one emission of the record it observes),
+// so a record is never needed after it moved. A resource may be needed
+// again (records of one ResourceLogs split by timer records, or some
+// passed and some emitted): later output scopes copy it from where it
+// moved, which holds it unchanged.
 type output struct {
 	legacy  bool
 	logs    plog.Logs
 	records plog.LogRecordSlice
 	src     source
 	started bool
+	// movedRL is the input ResourceLogs whose resource moved to moved;
+	// -1 when none did.
+	movedRL int
+	moved   pcommon.Resource
 }
+
+func newOutput(legacy bool) output { return output{legacy: legacy, movedRL: -1} }
 
 // source identifies where the current output scope's records come from.
 type source struct {
 	rl, sl  int  // input ResourceLogs and ScopeLogs index; -1 for timer records
 	emitted bool // records the processor wrote, not passed unchanged
+	dupKeys bool // the resource holds a contract key twice (decoding found it)
 }
 
 var timerSource = source{rl: -1, sl: -1, emitted: true}
@@ -51,12 +69,7 @@ func (o *output) scope(src source, rl plog.ResourceLogs, sl plog.ScopeLogs) plog
 	if src == timerSource {
 		outSL.Scope().SetName(metadata.ScopeName)
 	} else {
-		rl.Resource().CopyTo(outRL.Resource())
-		if src.emitted {
-			attrs := outRL.Resource().Attributes()
-			k8sevent.RemoveKeys(attrs, k8sevent.OwnedKeys)
-			k8sevent.DropDuplicateKeys(attrs)
-		}
+		o.resource(src, rl.Resource(), outRL.Resource())
 		outRL.SetSchemaUrl(rl.SchemaUrl())
 		sl.Scope().CopyTo(outSL.Scope())
 		outSL.SetSchemaUrl(sl.SchemaUrl())
@@ -65,9 +78,42 @@ func (o *output) scope(src source, rl plog.ResourceLogs, sl plog.ScopeLogs) plog
 	return o.records
 }
 
-// pass copies an input record unchanged.
+// resource fills dst with the resource of input ResourceLogs src.rl, in,
+// without the keys the processor owns for records it emits. It moves in
+// the first time, unless that would lose keys a later scope of the same
+// ResourceLogs may need (a rare resource holding processor-owned keys is
+// copied); after that it copies what moved.
+func (o *output) resource(src source, in, dst pcommon.Resource) {
+	switch {
+	case o.movedRL == src.rl:
+		o.moved.CopyTo(dst)
+	case src.emitted && (src.dupKeys || stripsKeys(in.Attributes())):
+		in.CopyTo(dst)
+	default:
+		in.MoveTo(dst)
+		o.movedRL, o.moved = src.rl, dst
+		return // holds no key to strip
+	}
+	if src.emitted {
+		attrs := dst.Attributes()
+		k8sevent.RemoveKeys(attrs, k8sevent.OwnedKeys)
+		k8sevent.DropDuplicateKeys(attrs)
+	}
+}
+
+// stripsKeys reports whether a resource holds a processor-owned key.
+func stripsKeys(attrs pcommon.Map) bool {
+	for k := range attrs.All() {
+		if slices.Contains(k8sevent.OwnedKeys, k) {
+			return true
+		}
+	}
+	return false
+}
+
+// pass moves an input record out unchanged.
 func (o *output) pass(src source, rl plog.ResourceLogs, sl plog.ScopeLogs, lr plog.LogRecord) {
-	lr.CopyTo(o.scope(src, rl, sl).AppendEmpty())
+	lr.MoveTo(o.scope(src, rl, sl).AppendEmpty())
 }
 
 // emitInput writes an emission made of the input record lr, whose decoded
@@ -77,7 +123,7 @@ func (o *output) emitInput(src source, rl plog.ResourceLogs, sl plog.ScopeLogs, 
 ) {
 	src.emitted = true
 	dst := o.scope(src, rl, sl).AppendEmpty()
-	lr.CopyTo(dst)
+	lr.MoveTo(dst)
 	k8sevent.EncodeRepairs(dst, ev, problems)
 	o.annotate(dst, em)
 }

@@ -96,7 +96,9 @@ func newProcessor(set processor.Settings, cfg *Config, next consumer.Logs, clock
 }
 
 func (p *eventSeriesProcessor) Capabilities() consumer.Capabilities {
-	return consumer.Capabilities{MutatesData: false}
+	// Input records are moved into the output (see output); a pipeline that
+	// shares its input with other consumers clones it for this processor.
+	return consumer.Capabilities{MutatesData: true}
 }
 
 func (p *eventSeriesProcessor) Start(ctx context.Context, host component.Host) error {
@@ -197,7 +199,7 @@ func (p *eventSeriesProcessor) ConsumeLogs(ctx context.Context, ld plog.Logs) er
 
 // observe decides the batch's records; the caller holds p.mu and the turn.
 func (p *eventSeriesProcessor) observe(ctx context.Context, ld plog.Logs) output {
-	out := output{legacy: p.cfg.Mode == modeLegacy}
+	out := newOutput(p.cfg.Mode == modeLegacy)
 	var counts problemCounts
 	batchNow := p.now(0)
 	limit := p.clock().UnixNano() + p.maxLead // event time: the watermark goes no further
@@ -210,7 +212,7 @@ func (p *eventSeriesProcessor) observe(ctx context.Context, ld plog.Logs) output
 		sls := rl.ScopeLogs()
 		for j := range sls.Len() {
 			sl := sls.At(j)
-			src := source{rl: i, sl: j}
+			src := source{rl: i, sl: j, dupKeys: resProblems&k8sevent.ProblemDuplicateKey != 0}
 			lrs := sl.LogRecords()
 			for k := range lrs.Len() {
 				lr := lrs.At(k)
@@ -285,7 +287,7 @@ func (p *eventSeriesProcessor) eventNow(t, limit int64, c *problemCounts) int64 
 
 // timerRecords makes the records of emissions no input carries; the caller holds p.mu.
 func (p *eventSeriesProcessor) timerRecords(ems []engine.Emission) output {
-	out := output{legacy: p.cfg.Mode == modeLegacy}
+	out := newOutput(p.cfg.Mode == modeLegacy)
 	for i := range ems {
 		out.emitTimer(&ems[i])
 	}

@@ -51,6 +51,8 @@ var KindNames = [numKinds]string{k8sevent.StateSingleton, k8sevent.StateStarted,
 // Emission is one record to emit.
 type Emission struct {
 	// FromInput: the record is the input record just observed, annotated.
+	// Observe returns at most one such emission (the shell moves the input
+	// record into it).
 	// Otherwise Event holds the rebuilt Event (its strings are only valid
 	// until the engine is called again).
 	FromInput bool
@@ -299,13 +301,19 @@ func (e *Engine) observeSeries(ev *k8sevent.Event, delta, t int64) {
 	}
 }
 
+// newState adds a state for ev, whose key e.buf holds.
 func (e *Engine) newState(l *layout, ev *k8sevent.Event, t int64) *state {
-	packed, keyLen := l.pack(e.buf, ev)
+	var packed string
+	var keyLen int
+	packed, keyLen, e.buf = l.pack(e.buf, ev)
 	key := packed[:keyLen]
 	e.made++
+	// The name hashes the key and the count of states made; the two are
+	// joined in e.buf, not in a string of their own (one per new series).
+	e.buf = strconv.AppendUint(append(e.buf[:0], nameKey(key)...), e.made, 10)
 	st := &state{packed: packed, keyLen: keyLen, heapIdx: -1, first: t, last: t, seenAt: e.now,
 		note: l.field(packed, fNote),
-		name: k8sevent.GenerateName(ev.Regarding.Name, time.Unix(0, t), nameKey(key)+strconv.FormatUint(e.made, 10))}
+		name: k8sevent.GenerateName(ev.Regarding.Name, time.Unix(0, t), borrow(e.buf))}
 	e.states.Add(key, st)
 	return st
 }

@@ -154,10 +154,11 @@ func (l *layout) appendKey(buf []byte, ev *k8sevent.Event) []byte {
 }
 
 // pack returns the packed form of ev and the length of its key prefix; buf
-// must hold appendKey's result for ev.
-func (l *layout) pack(buf []byte, ev *k8sevent.Event) (packed string, keyLen int) {
+// must hold appendKey's result for ev. It returns buf grown, for reuse.
+func (l *layout) pack(buf []byte, ev *k8sevent.Event) (packed string, keyLen int, grown []byte) {
 	keyLen = len(buf)
-	return string(appendFields(buf, ev, l.rest)), keyLen
+	buf = appendFields(buf, ev, l.rest)
+	return string(buf), keyLen, buf
 }
 
 // unpack rebuilds into dst the fields packed holds; the strings share its memory.

@@ -1,0 +1,160 @@
+package eventseriesprocessor
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/plog"
+
+	"github.com/k8sevents/otel-k8sevents/internal/k8sevent"
+	"github.com/k8sevents/otel-k8sevents/processor/eventseriesprocessor/internal/metadata"
+)
+
+// The processor moves input records and resources into its output
+// (MutatesData). These tests check that what it moved is delivered intact,
+// also when the next consumer refuses it and it is sent again, and that
+// every output scope of one input ResourceLogs gets its resource.
+
+// contribScript is faultScript's storm (its kinds of records and calls to
+// the next consumer) shaped as the contrib receiver sends it: the
+// regarding object and a service name on the resource.
+func contribScript() []plog.Logs {
+	var out []plog.Logs
+	for _, ld := range faultScript() {
+		rl := ld.ResourceLogs().At(0)
+		ev, _, _ := k8sevent.Decode(rl.Resource(), rl.ScopeLogs().At(0).LogRecords().At(0), k8sevent.DecodeOptions{})
+		ev.FirstTimestamp = ev.Time
+		in := contribRecord(ev)
+		in.ResourceLogs().At(0).Resource().Attributes().PutStr("service.name", "app")
+		out = append(out, in)
+	}
+	return out
+}
+
+// recordKeys marshals every record the sinks took, with its resource and
+// scope, in order.
+func recordKeys(t *testing.T, sinks ...*faultSink) []string {
+	var keys []string
+	for _, s := range sinks {
+		for _, ld := range s.AllLogs() {
+			fuzzEachRecord(ld, func(rl plog.ResourceLogs, sl plog.ScopeLogs, lr plog.LogRecord) {
+				keys = append(keys, fuzzRecordKey(t, rl.Resource(), sl.Scope(), lr))
+			})
+		}
+	}
+	return keys
+}
+
+// scribble changes everything a sender could still reach of a batch it
+// handed over, as a receiver reusing its buffers would.
+func scribble(ld plog.Logs) {
+	fuzzEachRecord(ld, func(rl plog.ResourceLogs, _ plog.ScopeLogs, lr plog.LogRecord) {
+		rl.Resource().Attributes().PutStr(k8sevent.AttrObjectName, "scribbled")
+		lr.Attributes().PutStr(k8sevent.AttrReason, "Scribbled")
+		lr.Body().SetStr("scribbled")
+	})
+}
+
+// TestFaultRefusedMovedRecordIsIntact: the next consumer refuses once, for
+// a while, or until the restart, from each of its calls in turn (the last
+// record of a series and the shutdown flush included), and the sender
+// scribbles over each batch once it was taken. Every record delivered is
+// byte for byte the one delivered when nothing is refused: a moved record
+// waits in the outbox whole, owned by the processor, and a batch refused
+// before it was counted is still whole when its sender sends it again.
+func TestFaultRefusedMovedRecordIsIntact(t *testing.T) {
+	clock := func() time.Time { return t0.Add(time.Hour) }
+	h, stop := fileStorage(t, t.TempDir())
+	ref := newRunAt(t, eventTime, clock)
+	require.NoError(t, ref.p.Start(context.Background(), h))
+	for _, ld := range contribScript() {
+		require.NoError(t, ref.p.ConsumeLogs(context.Background(), ld))
+	}
+	require.NoError(t, ref.p.Shutdown(context.Background()))
+	stop()
+	want := recordKeys(t, ref.sink)
+	require.Len(t, want, 7, "a: singleton, started, finished; b: singleton, started, flush; c: singleton")
+
+	for _, refuseFor := range []int{1, 3, -1} {
+		for from := 1; from <= 6; from++ {
+			t.Run(fmt.Sprintf("from call %d for %d", from, refuseFor), func(t *testing.T) {
+				first, second := refuseThenRestart(t, contribScript(), from, refuseFor, scribble)
+				assert.Equal(t, want, recordKeys(t, first.sink, second.sink))
+			})
+		}
+	}
+}
+
+// TestMovedResourceReachesEveryScope: one input ResourceLogs whose records
+// go out in several output scopes (split by a timer record, and by records
+// without an Event passed between them): each emitted record's scope has
+// the input resource without the keys the processor owns, each passed
+// record's scope the input resource unchanged; whether the resource moved
+// (no owned key on it) or was copied (an owned key on it, which makes every
+// record of the resource an Event record: the log lines are dropped).
+func TestMovedResourceReachesEveryScope(t *testing.T) {
+	for _, owned := range []bool{false, true} {
+		t.Run(fmt.Sprintf("owned key on the resource %v", owned), func(t *testing.T) {
+			in := plog.NewLogs()
+			rl := in.ResourceLogs().AppendEmpty()
+			res := rl.Resource().Attributes()
+			res.PutStr("service.name", "app")
+			res.PutStr(k8sevent.AttrNodeName, "node-1")
+			if owned {
+				res.PutStr(k8sevent.AttrSeriesState, "started")
+			}
+			sl := rl.ScopeLogs().AppendEmpty()
+			sl.Scope().SetName("test")
+			for i, d := range []time.Duration{0, time.Second, 2 * time.Second, -1, 10 * time.Minute, -1} {
+				lr := sl.LogRecords().AppendEmpty()
+				if d < 0 { // no Event: passed
+					lr.Body().SetStr(fmt.Sprintf("log line %d", i))
+					continue
+				}
+				ev := podEvent("a", "BackOff", "x")
+				if d > time.Minute {
+					ev = podEvent("b", "Unhealthy", "x")
+				}
+				ev.Time = t0.Add(d)
+				k8sevent.Encode(&ev, lr)
+			}
+			original := pcommon.NewResource()
+			rl.Resource().CopyTo(original)
+			stripped := pcommon.NewResource()
+			original.CopyTo(stripped)
+			k8sevent.RemoveKeys(stripped.Attributes(), k8sevent.OwnedKeys)
+
+			h := newHarnessWith(t, eventTime, func() time.Time { return t0.Add(time.Hour) }, &faultSink{})
+			h.consume(in)
+			var scopes []string
+			for _, ld := range h.sink.AllLogs() {
+				for i := range ld.ResourceLogs().Len() {
+					out := ld.ResourceLogs().At(i)
+					osl := out.ScopeLogs().At(0)
+					switch lr := osl.LogRecords().At(0); {
+					case osl.Scope().Name() == metadata.ScopeName:
+						scopes = append(scopes, "timer")
+						assert.Zero(t, out.Resource().Attributes().Len(), "a timer record has an empty resource")
+					case lr.Attributes().Len() == 0:
+						scopes = append(scopes, "passed")
+						assert.Equal(t, original.Attributes().AsRaw(), out.Resource().Attributes().AsRaw())
+					default:
+						scopes = append(scopes, "emitted")
+						assert.Equal(t, stripped.Attributes().AsRaw(), out.Resource().Attributes().AsRaw())
+					}
+				}
+			}
+			want := []string{"emitted", "passed", "timer", "emitted", "passed"}
+			if owned {
+				want = []string{"emitted", "timer", "emitted"}
+			}
+			assert.True(t, slices.Equal(want, scopes), "the output scopes: %v", scopes)
+		})
+	}
+}
