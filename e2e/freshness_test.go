@@ -57,10 +57,10 @@ receivers:
 processors:
   eventseries: {}
 exporters:
-  k8sevent: {auth_type: kubeConfig, kubeconfig: %q, api: events.k8s.io/v1, qps: 1000, burst: 1000}
+  k8sevents: {auth_type: kubeConfig, kubeconfig: %q, api: events.k8s.io/v1, qps: 1000, burst: 1000}
 service:
   extensions: [health_check]
-  pipelines: {logs: {receivers: [otlp], processors: [eventseries], exporters: [k8sevent]}}
+  pipelines: {logs: {receivers: [otlp], processors: [eventseries], exporters: [k8sevents]}}
 `, grpcAddr, srv.Kubeconfig(b)))
 
 	w, err := cs.EventsV1().Events(ns).Watch(ctx, metav1.ListOptions{})

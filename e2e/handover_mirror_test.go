@@ -63,7 +63,7 @@ func (h *handoverMirror) start(t *testing.T) *collector {
 receivers:
   k8sevents: {initial: all}
 exporters:
-  k8sevent:
+  k8sevents:
     kubeconfig: %q
     reporting_controller: %s
     qps: 100
@@ -71,7 +71,7 @@ exporters:
     retry_on_failure: {initial_interval: 1s, max_interval: 5s}
 `, h.rig.spec.kubeB, h.rig.spec.controller)
 	return startCollectorEnv(t, h.rig.dir, readyConfig(t, "mirror.yaml"), env, overlay,
-		sinkOverlay(sinkFile(h.rig.dir, h.runs), "k8sevent", "debug"))
+		sinkOverlay(sinkFile(h.rig.dir, h.runs), "k8sevents", "debug"))
 }
 
 // sinkFiles are the file sink's outputs of every run so far, in order.

@@ -79,7 +79,7 @@ func (rig *tier2Rig) start(t *testing.T, p *tier2Pod) {
 	env := []string{"K8S_AUTH_TYPE=kubeConfig", "KUBECONFIG=" + rig.srv.Kubeconfig(t), "K8S_QPS=1000", "K8S_BURST=1000",
 		"OTLP_GRPC_ENDPOINT=" + p.grpc, "OTLP_HTTP_ENDPOINT=" + p.http, "STORAGE_DIR=" + filepath.Join(p.dir, "storage"),
 		"REPORTING_CONTROLLER=" + rig.controller, fmt.Sprintf("REPORTING_INSTANCE=otelcol-tier2-%d", p.index)}
-	overlays := []string{sinkOverlay(sinkFile(p.dir, p.runs), "k8sevent")}
+	overlays := []string{sinkOverlay(sinkFile(p.dir, p.runs), "k8sevents")}
 	if rig.finishAfter != "" {
 		overlays = append(overlays, fmt.Sprintf("processors:\n  eventseries:\n    series: {finish_after: %s}\n", rig.finishAfter))
 	}

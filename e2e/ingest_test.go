@@ -67,7 +67,7 @@ receivers:
 processors:
   eventseries: {time_source: event}
 exporters:
-  k8sevent:
+  k8sevents:
     auth_type: kubeConfig
     kubeconfig: %q
     # The processor's series map onto events.k8s.io/v1 (series.count), the
@@ -82,7 +82,7 @@ exporters:
 service:
   extensions: [health_check]
   pipelines:
-    logs: {receivers: [otlp], processors: [eventseries], exporters: [k8sevent]}
+    logs: {receivers: [otlp], processors: [eventseries], exporters: [k8sevents]}
 `, port, kubeconfig, controller))
 
 	before := eventRequests(t, cs)

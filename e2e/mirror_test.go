@@ -59,7 +59,7 @@ func (s mirrorSpec) config() string {
 	if s.finishAfter != "" {
 		fmt.Fprintf(&b, "    series: {finish_after: %s}\n", s.finishAfter)
 	}
-	fmt.Fprintf(&b, "exporters:\n  k8sevent:\n    auth_type: kubeConfig\n    kubeconfig: %q\n"+
+	fmt.Fprintf(&b, "exporters:\n  k8sevents:\n    auth_type: kubeConfig\n    kubeconfig: %q\n"+
 		"    reporting_controller: %s\n    reporting_instance: e2e-mirror\n    qps: 100\n    burst: 200\n", s.kubeB, s.controller)
 	if s.storage != "" {
 		b.WriteString("    sending_queue: {storage: file_storage}\n")
@@ -73,7 +73,7 @@ func (s mirrorSpec) config() string {
 		b.WriteString("    retry_on_failure: {initial_interval: 1s, max_interval: 5s}\n")
 	}
 	fmt.Fprintf(&b, "service:\n  extensions: [%s]\n  pipelines:\n    logs:\n"+
-		"      receivers: [k8sevents]\n      processors: [eventseries]\n      exporters: [k8sevent]\n", exts)
+		"      receivers: [k8sevents]\n      processors: [eventseries]\n      exporters: [k8sevents]\n", exts)
 	return b.String()
 }
 

@@ -192,11 +192,11 @@ receivers:
 processors:
   eventseries: {spam_filter: {key: [source, object, type, reason]}}
 exporters:
-  k8sevent: {auth_type: kubeConfig, kubeconfig: %q, reporting_controller: %s, qps: 100, burst: 200}
+  k8sevents: {auth_type: kubeConfig, kubeconfig: %q, reporting_controller: %s, qps: 100, burst: 200}
 service:
   extensions: [health_check]
   pipelines:
-    logs: {receivers: [otlp], processors: [eventseries], exporters: [k8sevent]}
+    logs: {receivers: [otlp], processors: [eventseries], exporters: [k8sevents]}
 `, port, kubeconfig, controller)
 }
 

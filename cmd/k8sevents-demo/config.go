@@ -112,7 +112,7 @@ func (c collectorConfig) overlay() map[string]any {
 			},
 			"spam_filter": map[string]any{"qps": c.Tuning.SpamQPS, "burst": 25},
 		}},
-		"exporters": map[string]any{"k8sevent": map[string]any{
+		"exporters": map[string]any{"k8sevents": map[string]any{
 			"auth_type":            "kubeConfig",
 			"kubeconfig":           c.OutputKubeconfig,
 			"reporting_controller": controller,
@@ -131,7 +131,7 @@ func (c collectorConfig) overlay() map[string]any {
 			"pipelines": map[string]any{"logs": map[string]any{
 				"receivers":  []string{"k8sevents"},
 				"processors": []string{"eventseries"},
-				"exporters":  []string{"k8sevent", "debug"},
+				"exporters":  []string{"k8sevents", "debug"},
 			}},
 		},
 	}

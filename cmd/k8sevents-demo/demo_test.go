@@ -63,7 +63,7 @@ func TestCollectorConfigIsTheMirrorWithAnOverlay(t *testing.T) {
 	proc := got["processors"].(map[string]any)["eventseries"].(map[string]any)
 	assert.Equal(t, "9s", proc["series"].(map[string]any)["finish_after"])
 	assert.Nil(t, proc["storage"])
-	exp := got["exporters"].(map[string]any)["k8sevent"].(map[string]any)
+	exp := got["exporters"].(map[string]any)["k8sevents"].(map[string]any)
 	assert.Equal(t, controller, exp["reporting_controller"])
 	assert.Equal(t, "/tmp/out", exp["kubeconfig"])
 	assert.Nil(t, exp["sending_queue"].(map[string]any)["storage"])

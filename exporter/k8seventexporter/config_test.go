@@ -21,12 +21,12 @@ func loadConfig(t *testing.T, id string) *Config {
 
 func TestLoadConfig(t *testing.T) {
 	def := createDefaultConfig()
-	assert.Equal(t, def, loadConfig(t, "k8sevent"))
+	assert.Equal(t, def, loadConfig(t, "k8sevents"))
 	require.NoError(t, def.Validate())
 	assert.Equal(t, lookahead, def.Queue.Get().NumConsumers, "the lanes choose among this many dispatched requests")
 	assert.True(t, def.Queue.Get().BlockOnOverflow, "a refused batch would be retried upstream and counted twice by the processor")
 
-	got := loadConfig(t, "k8sevent/all")
+	got := loadConfig(t, "k8sevents/all")
 	require.NoError(t, got.Validate())
 	assert.Equal(t, k8sclient.Config{AuthType: k8sclient.AuthKubeConfig, KubeConfig: "/etc/kube/config", Context: "prod"}, got.Config)
 	assert.Equal(t, k8sevent.APICoreV1, got.API)
@@ -45,7 +45,7 @@ func TestLoadConfig(t *testing.T) {
 }
 
 func TestValidateNamesEveryBadKey(t *testing.T) {
-	err := loadConfig(t, "k8sevent/invalid").Validate()
+	err := loadConfig(t, "k8sevents/invalid").Validate()
 	require.Error(t, err)
 	for _, key := range []string{`auth_type: "token"`, `api: "events.k8s.io/v2"`, "qps and burst", "max_note_bytes",
 		`reporting_controller: "Not A/Qualified/Name"`, "sending_queue::block_on_overflow", "sending_queue::queue_size: counted in bytes"} {

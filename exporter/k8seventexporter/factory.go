@@ -6,18 +6,25 @@ import (
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/exporter"
 	"go.opentelemetry.io/collector/exporter/exporterhelper"
+	"go.opentelemetry.io/collector/exporter/xexporter"
 
 	"github.com/k8sevents/otel-k8sevents/exporter/k8seventexporter/internal/metadata"
 )
 
-// NewFactory returns the factory of the k8sevent exporter.
+// NewFactory returns the factory of the k8sevents exporter. Its type is
+// the receiver's (as otlp's is), and the type it had first, k8sevent, one
+// letter away and easily mistyped, still works with a deprecation warning.
 func NewFactory() exporter.Factory {
-	return exporter.NewFactory(
+	return xexporter.NewFactory(
 		metadata.Type,
 		func() component.Config { return createDefaultConfig() },
-		exporter.WithLogs(createLogs, metadata.LogsStability),
+		xexporter.WithLogs(createLogs, metadata.LogsStability),
+		xexporter.WithDeprecatedTypeAlias(deprecatedType),
 	)
 }
+
+// deprecatedType is the exporter's first type name.
+var deprecatedType = component.MustNewType("k8sevent")
 
 func createLogs(ctx context.Context, set exporter.Settings, cfg component.Config) (exporter.Logs, error) {
 	c := cfg.(*Config)

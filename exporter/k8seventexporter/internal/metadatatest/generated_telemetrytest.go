@@ -16,7 +16,7 @@ import (
 
 func NewSettings(tt *componenttest.Telemetry) exporter.Settings {
 	set := exportertest.NewNopSettings(exportertest.NopType)
-	set.ID = component.NewID(component.MustNewType("k8sevent"))
+	set.ID = component.NewID(component.MustNewType("k8sevents"))
 	set.TelemetrySettings = tt.NewTelemetrySettings()
 	return set
 }
