@@ -2,48 +2,19 @@ package k8seventexporter
 
 import (
 	"context"
-	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"github.com/k8sevents/otel-k8sevents/internal/harness/kubetest"
 	"github.com/k8sevents/otel-k8sevents/internal/k8sevent"
 )
-
-// deployRole reads deploy/rbac-exporter.yaml's ClusterRole.
-func deployRole(t *testing.T) rbacv1.ClusterRole {
-	f, err := os.Open("../../deploy/rbac-exporter.yaml")
-	require.NoError(t, err)
-	defer f.Close()
-	var role rbacv1.ClusterRole
-	require.NoError(t, yaml.NewYAMLOrJSONDecoder(f, 4096).Decode(&role))
-	return role
-}
-
-// asUser points the rig's kubeconfig at a token user.
-func (r *rig) asUser(t *testing.T, user, token string) {
-	rc := r.srv.RESTConfigFor(token)
-	kc := clientcmdapi.NewConfig()
-	kc.Clusters["c"] = &clientcmdapi.Cluster{Server: rc.Host, CertificateAuthority: rc.CAFile, CertificateAuthorityData: rc.CAData}
-	kc.AuthInfos["u"] = &clientcmdapi.AuthInfo{Token: token}
-	kc.Contexts["c"] = &clientcmdapi.Context{Cluster: "c", AuthInfo: "u"}
-	kc.CurrentContext = "c"
-	path := filepath.Join(t.TempDir(), "kubeconfig")
-	require.NoError(t, clientcmd.WriteToFile(*kc, path))
-	r.kubeconfig = path
-}
 
 // TestDeployRBACIsEnoughAndNoMore binds deploy/rbac-exporter.yaml's
 // ClusterRole to a user, runs the exporter as that user on both APIs
@@ -53,17 +24,8 @@ func TestDeployRBACIsEnoughAndNoMore(t *testing.T) {
 	const user, token = "exporter", "exporter-token"
 	r := newRig(t, kubetest.WithUser(user, token))
 	ctx := context.Background()
-	role := deployRole(t)
-	admin := r.srv.Clientset()
-	_, err := admin.RbacV1().ClusterRoles().Create(ctx, &role, metav1.CreateOptions{})
-	require.NoError(t, err)
-	_, err = admin.RbacV1().ClusterRoleBindings().Create(ctx, &rbacv1.ClusterRoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: "exporter"},
-		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name},
-		Subjects:   []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: user}},
-	}, metav1.CreateOptions{})
-	require.NoError(t, err)
-	r.asUser(t, user, token)
+	r.srv.GrantRole(t, "../../deploy/rbac-exporter.yaml", user, "")
+	r.kubeconfig = r.srv.KubeconfigFor(t, user, token)
 
 	for _, api := range []string{k8sevent.APIEventsV1, k8sevent.APICoreV1} {
 		exp, tel := r.start(t, func(c *Config) { c.API = api })
@@ -104,18 +66,8 @@ func TestDeployRBACPerNamespace(t *testing.T) {
 	const user, token = "exporter", "exporter-token"
 	r := newRig(t, kubetest.WithUser(user, token))
 	ctx := context.Background()
-	cluster := deployRole(t)
-	admin := r.srv.Clientset()
-	role := rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: cluster.Name, Namespace: "shop"}, Rules: cluster.Rules}
-	_, err := admin.RbacV1().Roles("shop").Create(ctx, &role, metav1.CreateOptions{})
-	require.NoError(t, err)
-	_, err = admin.RbacV1().RoleBindings("shop").Create(ctx, &rbacv1.RoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: "exporter", Namespace: "shop"},
-		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: role.Name},
-		Subjects:   []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: user}},
-	}, metav1.CreateOptions{})
-	require.NoError(t, err)
-	r.asUser(t, user, token)
+	r.srv.GrantRole(t, "../../deploy/rbac-exporter.yaml", user, "shop")
+	r.kubeconfig = r.srv.KubeconfigFor(t, user, token)
 
 	for _, api := range []string{k8sevent.APIEventsV1, k8sevent.APICoreV1} {
 		inShop := func(c *Config) { c.API, c.Namespaces = api, []string{"shop"} }
