@@ -126,25 +126,25 @@ type state struct {
 
 // Engine holds the caches. Not safe for concurrent use.
 type Engine struct {
-	cfg      Config
-	series   layout
-	spamL    layout
-	states   *simplelru.LRU[string, *state]
-	aggs     *simplelru.LRU[string, *aggregate]
-	spam     *simplelru.LRU[string, *bucket]
-	totals   *totalTable
-	forgot   horizon   // of the objects the totals cache forgot
-	filter   forgotten // which objects it forgot, for a while
-	due      deadlines
-	buf      []byte
-	spamBuf  []byte
-	scratch  k8sevent.Event // an Event rebuilt from a state, for a moment
-	now      int64
-	made     uint64 // states made: part of each name, so that a name is never reused
-	snapSize int    // of the last snapshot
-	out      []Emission
-	pending  int // emissions of a restore, returned by the next call
-	Stats    Stats
+	cfg        Config
+	series     layout // how a series (or legacy event) key is read from an Event
+	spamLayout layout // how a spam-filter key is read from an Event
+	states     *simplelru.LRU[string, *state]
+	aggs       *simplelru.LRU[string, *aggregate]
+	spam       *simplelru.LRU[string, *bucket]
+	totals     *totalTable
+	forgot     horizon   // of the objects the totals cache forgot
+	filter     forgotten // which objects it forgot, for a while
+	due        deadlines
+	buf        []byte
+	spamBuf    []byte
+	scratch    k8sevent.Event // an Event rebuilt from a state, for a moment
+	now        int64
+	statesMade uint64 // states made: part of each name, so that a name is never reused
+	snapSize   int    // of the last snapshot
+	out        []Emission
+	pending    int // emissions of a restore, returned by the next call
+	Stats      Stats
 }
 
 // New makes an engine; cfg must be valid.
@@ -165,7 +165,7 @@ func New(cfg Config) (*Engine, error) {
 			return nil, fmt.Errorf("unknown spam key part %q", part)
 		}
 	}
-	e.spamL = layout{tag: 'P', key: append(spamFields, clusterFields...)} // one filter per cluster, as each has its own recorders
+	e.spamLayout = layout{tag: 'P', key: append(spamFields, clusterFields...)} // one filter per cluster, as each has its own recorders
 	if err := e.reset(); err != nil {
 		return nil, err
 	}
@@ -185,7 +185,7 @@ func (e *Engine) reset() error {
 		return err
 	}
 	e.totals = newTotalTable(e.cfg.MaxKeys, e.forget)
-	e.due, e.now, e.made = nil, 0, 0
+	e.due, e.now, e.statesMade = nil, 0, 0
 	e.forgot = horizon{first: unknownTime, last: unknownTime}
 	e.filter = newForgotten(e.cfg.MaxKeys)
 	e.out, e.pending = e.out[:0], 0
@@ -307,10 +307,10 @@ func (e *Engine) newState(l *layout, ev *k8sevent.Event, t int64) *state {
 	var keyLen int
 	packed, keyLen, e.buf = l.pack(e.buf, ev)
 	key := packed[:keyLen]
-	e.made++
+	e.statesMade++
 	// The name hashes the key and the count of states made; the two are
 	// joined in e.buf, not in a string of their own (one per new series).
-	e.buf = strconv.AppendUint(append(e.buf[:0], nameKey(key)...), e.made, 10)
+	e.buf = strconv.AppendUint(append(e.buf[:0], nameKey(key)...), e.statesMade, 10)
 	st := &state{packed: packed, keyLen: keyLen, heapIdx: -1, first: t, last: t, seenAt: e.now,
 		note: l.field(packed, fNote),
 		name: k8sevent.GenerateName(ev.Regarding.Name, time.Unix(0, t), borrow(e.buf))}

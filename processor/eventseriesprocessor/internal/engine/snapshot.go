@@ -66,7 +66,7 @@ func (e *Engine) Snapshot() []byte {
 	w.flags(e.cfg.Legacy, e.cfg.KeyIncludesResourceVersion)
 	w.str(e.spamKey())
 	w.int(e.now)
-	w.uint(e.made)
+	w.uint(e.statesMade)
 	w.int(int64(e.cfg.HeartbeatInterval))
 
 	states := e.states.Values()
@@ -162,7 +162,7 @@ func (e *Engine) restore(r *reader) error {
 		return fmt.Errorf("snapshot made with series.key_ignores_resource_version %t, configured %t", !withRV, !e.cfg.KeyIncludesResourceVersion)
 	}
 	spamKey := r.str()
-	now, made := r.int(), r.uint()
+	now, statesMade := r.int(), r.uint()
 	beat := int64(-1) // the snapshot's heartbeat_interval; -1: not stated (version 1)
 	if version >= 2 {
 		if beat = r.int(); r.err == nil && beat <= 0 {
@@ -187,7 +187,7 @@ func (e *Engine) restore(r *reader) error {
 	if r.err != nil {
 		return r.err
 	}
-	e.now, e.made = now, made
+	e.now, e.statesMade = now, statesMade
 	if version < 3 {
 		e.recountEvents()
 	}

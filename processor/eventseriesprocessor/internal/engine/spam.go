@@ -24,7 +24,7 @@ func (e *Engine) allow(ev *k8sevent.Event, st *state, update bool) bool {
 	if !e.cfg.SpamFilter {
 		return true
 	}
-	e.spamBuf = e.spamL.appendKey(e.spamBuf[:0], ev)
+	e.spamBuf = e.spamLayout.appendKey(e.spamBuf[:0], ev)
 	b, ok := e.spam.Get(borrow(e.spamBuf))
 	if !ok {
 		b = new(bucket)
@@ -58,7 +58,7 @@ func (e *Engine) release(st *state, ev *k8sevent.Event) {
 		ev = &e.scratch
 		layoutOf(st, &e.series).unpack(st.packed, ev)
 	}
-	e.spamBuf = e.spamL.appendKey(e.spamBuf[:0], ev)
+	e.spamBuf = e.spamLayout.appendKey(e.spamBuf[:0], ev)
 	if b, ok := e.spam.Peek(borrow(e.spamBuf)); ok {
 		b.events = max(b.events-1, 0)
 	}
@@ -76,7 +76,7 @@ func (e *Engine) recountEvents() {
 			continue
 		}
 		layoutOf(st, &e.series).unpack(st.packed, &ev)
-		e.spamBuf = e.spamL.appendKey(e.spamBuf[:0], &ev)
+		e.spamBuf = e.spamLayout.appendKey(e.spamBuf[:0], &ev)
 		if b, ok := e.spam.Peek(borrow(e.spamBuf)); ok {
 			st.inBucket = true
 			b.events++
