@@ -73,28 +73,8 @@ func defaultQueue() exporterhelper.QueueBatchConfig {
 	q.BlockOnOverflow = true
 	q.Sizer = exporterhelper.RequestSizerTypeBytes
 	q.QueueSize = defaultQueueBytes
-	// Merging what arrives within batchFlush into requests of up to
-	// batchRecords lets the lookahead see a flood sent one record per
-	// request (what a hostile or chatty sender does) as a few requests, so
-	// that another namespace's record is dispatched within batchFlush
-	// instead of behind every request queued before it. Merged requests
-	// carry no order stamp: requests dispatched together may reach the lanes
-	// out of order, which costs the lower record's write (it is skipped as
-	// stale), never a count.
-	q.Batch = configoptional.Some(exporterhelper.BatchConfig{
-		FlushTimeout: batchFlush,
-		Sizer:        exporterhelper.RequestSizerTypeItems,
-		MinSize:      batchRecords,
-		MaxSize:      batchRecords,
-	})
 	return q
 }
-
-// batchFlush and batchRecords shape the default sending_queue::batch.
-const (
-	batchFlush   = 200 * time.Millisecond
-	batchRecords = 1000
-)
 
 // lookahead is how many queued requests the lanes choose from: a flood in
 // more requests than that still delays the others.
