@@ -89,20 +89,12 @@ func watching(t *testing.T, rcv *k8seventsReceiver) {
 	require.Eventually(t, rcv.watching, 30*time.Second, 10*time.Millisecond, "receiver watching")
 }
 
-// watching reports whether the receiver watches, every watch established
-// (the watchers' established flag is there for this).
+// watching reports whether the receiver watches: every watch open, as its
+// watches_open gauge shows.
 func (r *k8seventsReceiver) watching() bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.cancel == nil {
-		return false
-	}
-	for _, w := range r.watchers {
-		if !w.established.Load() {
-			return false
-		}
-	}
-	return true
+	return r.cancel != nil && r.openWatches.Load() == int64(len(r.watchers))
 }
 
 func (r *rig) namespace(t *testing.T, name string) {

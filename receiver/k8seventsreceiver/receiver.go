@@ -5,12 +5,14 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/consumer"
 	"go.opentelemetry.io/collector/extension/xextension/storage"
 	"go.opentelemetry.io/collector/receiver"
+	"go.opentelemetry.io/otel/metric"
 	"go.uber.org/zap"
 	"k8s.io/client-go/kubernetes"
 
@@ -37,6 +39,8 @@ type k8seventsReceiver struct {
 	watchers []*watcher
 	stopped  bool // Shutdown ran: a late leader callback must not start watching
 	wg       sync.WaitGroup
+
+	openWatches atomic.Int64 // the watches_open gauge: an operator alerts on 0 at the leader
 }
 
 func newReceiver(set receiver.Settings, cfg *Config, next consumer.Logs) (*k8seventsReceiver, error) {
@@ -44,7 +48,15 @@ func newReceiver(set receiver.Settings, cfg *Config, next consumer.Logs) (*k8sev
 	if err != nil {
 		return nil, fmt.Errorf("k8sevents telemetry: %w", err)
 	}
-	return &k8seventsReceiver{cfg: cfg, set: set, next: next, telemetry: tb}, nil
+	r := &k8seventsReceiver{cfg: cfg, set: set, next: next, telemetry: tb}
+	err = tb.RegisterReceiverK8seventsWatchesOpenCallback(func(_ context.Context, o metric.Int64Observer) error {
+		o.Observe(r.openWatches.Load())
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("k8sevents telemetry: %w", err)
+	}
+	return r, nil
 }
 
 func (r *k8seventsReceiver) Start(ctx context.Context, host component.Host) error {
@@ -103,6 +115,7 @@ func (r *k8seventsReceiver) startWatching(ctx context.Context) {
 			ns: ns, fieldSelector: r.fieldSelector(), cfg: r.cfg,
 			api: newEventAPI(r.client, r.cfg.API), next: r.next,
 			logger: r.set.Logger, telemetry: r.telemetry, clock: time.Now, cluster: r.cluster,
+			open: &r.openWatches,
 		}
 		if r.store != nil {
 			w.store = r.store

@@ -134,4 +134,28 @@ func TestOnAPIServer(t *testing.T) {
 		require.NoError(t, err)
 		assert.GreaterOrEqual(t, m.Data.(metricdata.Sum[int64]).DataPoints[0].Value, int64(1), "found by restarting the silent watch")
 	})
+
+	t.Run("watches_open shows the open watches, 0 while none can be opened", func(t *testing.T) {
+		r.namespace(t, "open-a")
+		r.namespace(t, "open-b")
+		proxy := newProxy(t, r)
+		rcv, _ := r.startWith(t, proxyKubeconfig(t, proxy), func(c *Config) {
+			c.Namespaces, c.WatchIdleTimeout = []string{"open-a", "open-b"}, time.Second
+		})
+		tel := r.tel
+		open := func() int64 {
+			m, err := tel.GetMetric("otelcol_receiver_k8sevents_watches_open")
+			require.NoError(t, err)
+			return m.Data.(metricdata.Gauge[int64]).DataPoints[0].Value
+		}
+		watching(t, rcv)
+		assert.Equal(t, int64(2), open(), "one watch per namespace")
+		// New watches fail; the idle timeout ends the open ones.
+		refused := proxy.Add(faultproxy.Rule{Query: "watch=true", Action: faultproxy.Fail, Code: 503})
+		require.Eventually(t, func() bool { return open() == 0 }, 30*time.Second, 10*time.Millisecond, "no watch open while every watch is refused")
+		require.GreaterOrEqual(t, refused.Acted(), 1)
+		refused.Remove()
+		watching(t, rcv)
+		assert.Equal(t, int64(2), open(), "both watches open again")
+	})
 }

@@ -53,12 +53,12 @@ type watcher struct {
 	clock         func() time.Time
 	cluster       *clusterIdentity // written on every record's resource; nil: none
 
-	checkpoint  *checkpoint
-	expired     bool // the resourceVersion is gone (410): list again
-	savedAt     time.Time
-	trail       []snapshot  // with checkpoint_delay: states not old enough to save yet, oldest first
-	stored      bool        // a checkpoint is in the store (loaded, or written by this run)
-	established atomic.Bool // a watch has been open at least once; read by the tests only (watching)
+	checkpoint *checkpoint
+	expired    bool // the resourceVersion is gone (410): list again
+	savedAt    time.Time
+	trail      []snapshot    // with checkpoint_delay: states not old enough to save yet, oldest first
+	stored     bool          // a checkpoint is in the store (loaded, or written by this run)
+	open       *atomic.Int64 // the receiver's open watches, for its watches_open gauge
 }
 
 func (w *watcher) checkpointKey() string { return "checkpoint/" + w.ns }
@@ -106,7 +106,8 @@ func (w *watcher) cycle(ctx context.Context) error {
 		return err
 	}
 	defer wi.Stop()
-	w.established.Store(true)
+	w.open.Add(1)
+	defer w.open.Add(-1)
 	idle := time.NewTimer(w.cfg.WatchIdleTimeout)
 	defer idle.Stop()
 	for {

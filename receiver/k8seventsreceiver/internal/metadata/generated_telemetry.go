@@ -3,10 +3,12 @@
 package metadata
 
 import (
+	"context"
 	"errors"
 	"sync"
 
 	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/metric/embedded"
 	"go.opentelemetry.io/otel/trace"
 
 	"go.opentelemetry.io/collector/component"
@@ -30,6 +32,7 @@ type TelemetryBuilder struct {
 	ReceiverK8seventsEventsReceived metric.Int64Counter
 	ReceiverK8seventsRelists        metric.Int64Counter
 	ReceiverK8seventsWatchRestarts  metric.Int64Counter
+	ReceiverK8seventsWatchesOpen    metric.Int64ObservableGauge
 }
 
 // TelemetryBuilderOption applies changes to default builder.
@@ -41,6 +44,31 @@ type telemetryBuilderOptionFunc func(mb *TelemetryBuilder)
 
 func (tbof telemetryBuilderOptionFunc) apply(mb *TelemetryBuilder) {
 	tbof(mb)
+}
+
+// RegisterReceiverK8seventsWatchesOpenCallback sets callback for observable ReceiverK8seventsWatchesOpen metric.
+func (builder *TelemetryBuilder) RegisterReceiverK8seventsWatchesOpenCallback(cb metric.Int64Callback) error {
+	reg, err := builder.meter.RegisterCallback(func(ctx context.Context, o metric.Observer) error {
+		cb(ctx, &observerInt64{inst: builder.ReceiverK8seventsWatchesOpen, obs: o})
+		return nil
+	}, builder.ReceiverK8seventsWatchesOpen)
+	if err != nil {
+		return err
+	}
+	builder.mu.Lock()
+	defer builder.mu.Unlock()
+	builder.registrations = append(builder.registrations, reg)
+	return nil
+}
+
+type observerInt64 struct {
+	embedded.Int64Observer
+	inst metric.Int64Observable
+	obs  metric.Observer
+}
+
+func (oi *observerInt64) Observe(value int64, opts ...metric.ObserveOption) {
+	oi.obs.ObserveInt64(oi.inst, value, opts...)
 }
 
 // Shutdown unregister all registered callbacks for async instruments.
@@ -83,6 +111,12 @@ func NewTelemetryBuilder(settings component.TelemetrySettings, options ...Teleme
 	builder.ReceiverK8seventsWatchRestarts, err = builder.meter.Int64Counter(
 		"otelcol_receiver_k8sevents_watch_restarts",
 		metric.WithDescription("Watches started again (closed by the server, idle past watch_idle_timeout, or failed). [Alpha]"),
+		metric.WithUnit("{watches}"),
+	)
+	errs = errors.Join(errs, err)
+	builder.ReceiverK8seventsWatchesOpen, err = builder.meter.Int64ObservableGauge(
+		"otelcol_receiver_k8sevents_watches_open",
+		metric.WithDescription("Watches open now (one per watched namespace, or one for all); 0 on a follower and while no watch can be opened. [Alpha]"),
 		metric.WithUnit("{watches}"),
 	)
 	errs = errors.Join(errs, err)

@@ -83,3 +83,17 @@ func AssertEqualReceiverK8seventsWatchRestarts(t *testing.T, tt *componenttest.T
 	require.NoError(t, err)
 	metricdatatest.AssertEqual(t, want, got, opts...)
 }
+
+func AssertEqualReceiverK8seventsWatchesOpen(t *testing.T, tt *componenttest.Telemetry, dps []metricdata.DataPoint[int64], opts ...metricdatatest.Option) {
+	want := metricdata.Metrics{
+		Name:        "otelcol_receiver_k8sevents_watches_open",
+		Description: "Watches open now (one per watched namespace, or one for all); 0 on a follower and while no watch can be opened. [Alpha]",
+		Unit:        "{watches}",
+		Data: metricdata.Gauge[int64]{
+			DataPoints: dps,
+		},
+	}
+	got, err := tt.GetMetric("otelcol_receiver_k8sevents_watches_open")
+	require.NoError(t, err)
+	metricdatatest.AssertEqual(t, want, got, opts...)
+}
