@@ -1,0 +1,14 @@
+// A tools module of its own, so that the image builder's dependencies
+// (go-containerregistry) stay out of the components' module.
+module github.com/k8sevents/otel-k8sevents/tools/image
+
+go 1.26.0
+
+require github.com/google/go-containerregistry v0.22.1
+
+require (
+	github.com/klauspost/compress v1.19.2 // indirect
+	github.com/opencontainers/go-digest v1.0.0 // indirect
+	github.com/opencontainers/image-spec v1.1.1 // indirect
+	golang.org/x/sync v0.22.0 // indirect
+)
