@@ -16,6 +16,7 @@ build:
 test: apiserver otelcol image lint
 	$(GO) test -race -count=1 -timeout 30m $(PKGS)
 	cd recorder && $(GO) test -race -count=1 -timeout 10m .  # ./example has no tests: vet and e2e/recorder_test.go build it
+	cd tools/image && GOWORK=off $(GO) test -race -count=1 -timeout 5m .  # make image's builder; e2e/image_test.go checks its image
 
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
