@@ -16,6 +16,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/registry"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/layout"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/validate"
 )
 
@@ -54,6 +55,10 @@ func testSpec(t *testing.T) spec {
 func TestImageReadsBackAndPushes(t *testing.T) {
 	s := testSpec(t)
 	dir := t.TempDir()
+	s.CABundle = filepath.Join(dir, "ca.pem")
+	if err := os.WriteFile(s.CABundle, []byte("not checked\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	out := filepath.Join(dir, "image.tar")
 	digest, err := build(s, out)
 	if err != nil {
@@ -84,6 +89,11 @@ func TestImageReadsBackAndPushes(t *testing.T) {
 			t.Errorf("%s: %v", name, err)
 		}
 		checkConfig(t, name, img)
+	}
+	wantFiles := map[string]int64{"otelcol-k8sevents": 0o755, "etc/otelcol-k8sevents/ready.yaml": 0o644,
+		"etc/ssl/certs/ca-certificates.crt": 0o644, "tmp": 0o1777}
+	if got := files(t, fromLayout); !mapsEqual(got, wantFiles) {
+		t.Errorf("layer files %v, want %v", got, wantFiles)
 	}
 	layoutCfg, _ := fromLayout.ConfigName()
 	archiveCfg, _ := fromArchive.ConfigName()
@@ -116,6 +126,43 @@ func checkConfig(t *testing.T, name string, img v1.Image) {
 	if cf.Config.User != "65532:65532" || cf.OS != "linux" || cf.Architecture == "" {
 		t.Errorf("%s: user %q, os %q, architecture %q", name, cf.Config.User, cf.OS, cf.Architecture)
 	}
+}
+
+// files lists the image's files and directories (but not the parents
+// made for them) with their modes.
+func files(t *testing.T, img v1.Image) map[string]int64 {
+	t.Helper()
+	rc := mutate.Extract(img)
+	defer rc.Close()
+	out := map[string]int64{}
+	tr := tar.NewReader(rc)
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			return out
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if h.Uid != 0 || h.Gid != 0 {
+			t.Errorf("%s: owned by %d:%d, want root", h.Name, h.Uid, h.Gid)
+		}
+		if name := strings.TrimSuffix(h.Name, "/"); h.Typeflag == tar.TypeReg || name == "tmp" {
+			out[name] = h.Mode
+		}
+	}
+}
+
+func mapsEqual(a, b map[string]int64) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if w, ok := b[k]; !ok || w != v {
+			return false
+		}
+	}
+	return true
 }
 
 // A dynamically linked binary is refused: it cannot start on an empty base.
