@@ -1,6 +1,7 @@
 package main
 
 import (
+	"maps"
 	"strings"
 	"testing"
 	"time"
@@ -38,21 +39,9 @@ func TestBaselinesOfTheDemoStorms(t *testing.T) {
 			assert.Equal(t, int64(c.tally.Writes), c.cost.Writes, "%s, %s", sc.Name, name)
 			assert.Positive(t, c.cost.Writes, "%s, %s", sc.Name, name)
 			assert.GreaterOrEqual(t, c.cost.CountErr, max(written-b.sum(), b.sum()-written), "%s, %s: error below the difference of the sums", sc.Name, name)
-			assert.Equal(t, c.cost.CountErr == 0, mapsEqual(b.Truth, c.tally.Counts()), "%s, %s: error 0 iff exact per pair", sc.Name, name)
+			assert.Equal(t, c.cost.CountErr == 0, maps.Equal(b.Truth, c.tally.Counts()), "%s, %s: error 0 iff exact per pair", sc.Name, name)
 		}
 	}
 	assert.Positive(t, base["crashloop"].Record.CountErr, "tools/record's spam filter drops crash-loop occurrences")
 	assert.Positive(t, base["cronjob"].Record.CountErr, "the CronJob case: tools/record loses SawCompletedJob occurrences")
-}
-
-func mapsEqual(a, b map[recordermodel.Pair]int64) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k, v := range a {
-		if w, ok := b[k]; !ok || w != v {
-			return false
-		}
-	}
-	return true
 }

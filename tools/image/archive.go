@@ -72,7 +72,7 @@ func dockerManifest(img v1.Image, ref name.Tag) ([]byte, error) {
 func blobPath(h v1.Hash) string { return "blobs/" + h.Algorithm + "/" + h.Hex }
 
 // tarDir writes the regular files under dir into out, sorted by path.
-func tarDir(dir, out string) (err error) {
+func tarDir(dir, out string) error {
 	var files []string
 	if err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
 		if err == nil && d.Type().IsRegular() {
@@ -83,37 +83,53 @@ func tarDir(dir, out string) (err error) {
 		return fmt.Errorf("read the layout: %w", err)
 	}
 	sort.Strings(files)
+	return writeTar(out, func(tw *tar.Writer) error {
+		for _, p := range files {
+			rel, err := filepath.Rel(dir, p)
+			if err != nil {
+				return err
+			}
+			if err := copyFile(tw, &tar.Header{Name: filepath.ToSlash(rel), Mode: 0o644, Format: tar.FormatPAX}, p); err != nil {
+				return fmt.Errorf("image tar: %s: %w", rel, err)
+			}
+		}
+		return nil
+	})
+}
+
+// writeTar creates out and writes a tar into it with fill.
+func writeTar(out string, fill func(*tar.Writer) error) (err error) {
 	f, err := os.Create(out)
 	if err != nil {
-		return fmt.Errorf("image tar: %w", err)
+		return fmt.Errorf("create %s: %w", out, err)
 	}
 	defer func() { err = errors.Join(err, f.Close()) }()
 	tw := tar.NewWriter(f)
-	for _, p := range files {
-		rel, err := filepath.Rel(dir, p)
-		if err != nil {
-			return err
-		}
-		if err := addFile(tw, p, filepath.ToSlash(rel)); err != nil {
-			return fmt.Errorf("image tar: %s: %w", rel, err)
-		}
+	if err := fill(tw); err != nil {
+		return err
 	}
 	return tw.Close()
 }
 
-func addFile(tw *tar.Writer, p, name string) error {
-	src, err := os.Open(p)
+// copyFile writes the regular file src into the tar under the header h
+// (its name, mode and time), with src's size.
+func copyFile(tw *tar.Writer, h *tar.Header, src string) error {
+	f, err := os.Open(src)
 	if err != nil {
 		return err
 	}
-	defer src.Close()
-	fi, err := src.Stat()
+	defer f.Close()
+	fi, err := f.Stat()
 	if err != nil {
 		return err
 	}
-	if err := tw.WriteHeader(&tar.Header{Name: name, Mode: 0o644, Size: fi.Size(), Typeflag: tar.TypeReg, Format: tar.FormatPAX}); err != nil {
+	h.Typeflag, h.Size = tar.TypeReg, fi.Size()
+	if err := tw.WriteHeader(h); err != nil {
 		return err
 	}
-	_, err = io.Copy(tw, src)
+	n, err := io.Copy(tw, f)
+	if err == nil && n != fi.Size() {
+		err = fmt.Errorf("changed while read (%d of %d bytes)", n, fi.Size())
+	}
 	return err
 }

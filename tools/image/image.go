@@ -3,10 +3,7 @@ package main
 import (
 	"archive/tar"
 	"debug/elf"
-	"errors"
 	"fmt"
-	"io"
-	"os"
 	"path"
 	"path/filepath"
 	"strings"
@@ -100,7 +97,7 @@ type entry struct {
 
 // writeLayer writes the layer's tar: root-owned files with fixed times, so
 // that the same inputs make the same layer digest.
-func writeLayer(s spec, out string) (err error) {
+func writeLayer(s spec, out string) error {
 	entries := []entry{
 		{name: "tmp/", mode: 0o1777},
 		{name: strings.TrimPrefix(inImage, "/"), src: s.Binary, mode: 0o755},
@@ -128,18 +125,14 @@ func writeLayer(s spec, out string) (err error) {
 		addDirs(name)
 		entries = append(entries, entry{name: name, src: s.CABundle, mode: 0o644})
 	}
-	f, err := os.Create(out)
-	if err != nil {
-		return fmt.Errorf("layer: %w", err)
-	}
-	defer func() { err = errors.Join(err, f.Close()) }()
-	tw := tar.NewWriter(f)
-	for _, e := range entries {
-		if err := writeEntry(tw, e, s); err != nil {
-			return fmt.Errorf("layer: %s: %w", e.name, err)
+	return writeTar(out, func(tw *tar.Writer) error {
+		for _, e := range entries {
+			if err := writeEntry(tw, e, s); err != nil {
+				return fmt.Errorf("layer: %s: %w", e.name, err)
+			}
 		}
-	}
-	return tw.Close()
+		return nil
+	})
 }
 
 func writeEntry(tw *tar.Writer, e entry, s spec) error {
@@ -147,22 +140,5 @@ func writeEntry(tw *tar.Writer, e entry, s spec) error {
 	if e.src == "" {
 		return tw.WriteHeader(h)
 	}
-	src, err := os.Open(e.src)
-	if err != nil {
-		return err
-	}
-	defer src.Close()
-	fi, err := src.Stat()
-	if err != nil {
-		return err
-	}
-	h.Typeflag, h.Size = tar.TypeReg, fi.Size()
-	if err := tw.WriteHeader(h); err != nil {
-		return err
-	}
-	n, err := io.Copy(tw, src)
-	if err == nil && n != fi.Size() {
-		err = fmt.Errorf("changed while read (%d of %d bytes)", n, fi.Size())
-	}
-	return err
+	return copyFile(tw, h, e.src)
 }

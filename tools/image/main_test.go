@@ -4,6 +4,7 @@ import (
 	"archive/tar"
 	"io"
 	"log"
+	"maps"
 	"net/http/httptest"
 	"os"
 	"os/exec"
@@ -92,7 +93,7 @@ func TestImageReadsBackAndPushes(t *testing.T) {
 	}
 	wantFiles := map[string]int64{"otelcol-k8sevents": 0o755, "etc/otelcol-k8sevents/ready.yaml": 0o644,
 		"etc/ssl/certs/ca-certificates.crt": 0o644, "tmp": 0o1777}
-	if got := files(t, fromLayout); !mapsEqual(got, wantFiles) {
+	if got := files(t, fromLayout); !maps.Equal(got, wantFiles) {
 		t.Errorf("layer files %v, want %v", got, wantFiles)
 	}
 	layoutCfg, _ := fromLayout.ConfigName()
@@ -151,18 +152,6 @@ func files(t *testing.T, img v1.Image) map[string]int64 {
 			out[name] = h.Mode
 		}
 	}
-}
-
-func mapsEqual(a, b map[string]int64) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k, v := range a {
-		if w, ok := b[k]; !ok || w != v {
-			return false
-		}
-	}
-	return true
 }
 
 // A dynamically linked binary is refused: it cannot start on an empty base.
