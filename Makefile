@@ -5,7 +5,7 @@ PKGS    := ./...
 # Tests that need a real API server find the binaries here.
 export KUBETEST_BIN_DIR := $(BIN)
 
-.PHONY: all build test lint bench fuzz apiserver generate streams run otelcol
+.PHONY: all build test lint bench fuzz apiserver generate streams run otelcol image
 
 all: build
 
@@ -13,9 +13,10 @@ build:
 	$(GO) build $(PKGS)
 
 ## test: everything CI runs, from nothing: modules, kube-apiserver and etcd, the collector distribution, lint, race tests.
-test: apiserver otelcol lint
+test: apiserver otelcol image lint
 	$(GO) test -race -count=1 -timeout 30m $(PKGS)
 	cd recorder && $(GO) test -race -count=1 -timeout 10m .  # ./example has no tests: vet and e2e/recorder_test.go build it
+	cd tools/image && GOWORK=off $(GO) test -race -count=1 -timeout 5m .  # make image's builder; e2e/image_test.go checks its image
 
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
@@ -50,6 +51,11 @@ OCB_VERSION := v0.161.0
 otelcol: $(BIN)/builder
 	$(BIN)/builder --config builder-config.yaml
 	cp otelcol-k8sevents/otelcol-k8sevents $(BIN)/otelcol-k8sevents
+
+## image: bin/otelcol-k8sevents-image.tar, the distribution as an OCI image (also a docker-archive) built
+## without a container daemon by tools/image (go-containerregistry): docker load, podman load or crane push it.
+image: otelcol
+	cd tools/image && GOWORK=off $(GO) run . -binary $(BIN)/otelcol-k8sevents -configs $(CURDIR)/testdata/config -out $(BIN)/otelcol-k8sevents-image.tar
 
 $(BIN)/builder:
 	GOBIN=$(BIN) $(GO) install go.opentelemetry.io/collector/cmd/builder@$(OCB_VERSION)

@@ -67,9 +67,16 @@ func checkResult(t *testing.T, res *result, out string) {
 		assert.True(t, r.exact(), "%s: output counts sum to %d, %d sent", r.Group, r.Counted, r.Occurrences)
 		assert.Positive(t, r.Writes, r.Group)
 		assert.Less(t, r.Writes, r.RawWrites, "%s: the pipeline must write less than the raw storm", r.Group)
+		// The recorders' columns are for the same occurrences as were sent,
+		// and the pipeline's count error is 0 pair by pair.
+		assert.Equal(t, r.Occurrences, r.Truth, "%s: the baseline's occurrences", r.Group)
+		assert.Zero(t, r.CountErr, "%s: the pipeline's count error", r.Group)
+		assert.Zero(t, r.Unseen, "%s: pairs with no Event", r.Group)
+		assert.Positive(t, r.Record.Writes, "%s: tools/record's writes", r.Group)
+		assert.Positive(t, r.Events.Writes, "%s: tools/events' writes", r.Group)
 	}
 	assert.True(t, res.exact())
-	assert.Contains(t, out, "WRITES BY PIPELINE")
+	assert.Regexp(t, `RAW\s+TOOLS/RECORD\s+TOOLS/EVENTS\s+PIPELINE`, out)
 	assert.Contains(t, out, "ok (300 = 300)")
 	assert.Regexp(t, `NAMESPACE\s+LAST SEEN\s+TYPE\s+REASON\s+OBJECT\s+COUNT\s+MESSAGE`, out)
 }
