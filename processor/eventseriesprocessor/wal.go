@@ -73,11 +73,11 @@ func (p *eventSeriesProcessor) logBatch(ctx context.Context, ld plog.Logs, wall 
 		return 0, err
 	}
 	p.mu.Lock()
-	full := p.wal.bytes > 0 && p.wal.bytes+int64(len(entry)) > p.wal.maxBytes
+	full, limit := p.wal.bytes > 0 && p.wal.bytes+int64(len(entry)) > p.wal.maxBytes, p.wal.maxBytes
 	p.mu.Unlock()
 	if full {
 		if err := p.save(ctx); err != nil {
-			return 0, fmt.Errorf("the write-ahead log is full (write_ahead_log.max_bytes %d): %w", p.wal.maxBytes, err)
+			return 0, fmt.Errorf("the write-ahead log is full (write_ahead_log.max_bytes %d): %w", limit, err)
 		}
 	}
 	p.mu.Lock()
