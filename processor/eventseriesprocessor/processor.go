@@ -192,17 +192,12 @@ func (p *eventSeriesProcessor) ConsumeLogs(ctx context.Context, ld plog.Logs) er
 		return fmt.Errorf("eventseries: batch not counted, %d earlier records wait for the next consumer: %w", n, err)
 	}
 	wall := p.clock().UnixNano() // in processing time, what the batch is counted at, and replayed at
-	size, logging := 0, p.store != nil && p.wal.enabled
-	if logging {
-		var err error
-		if size, err = p.logBatch(ctx, ld, wall); err != nil {
-			return fmt.Errorf("eventseries: batch not counted: %w", err)
-		}
+	size, err := p.logBatch(ctx, ld, wall)
+	if err != nil {
+		return fmt.Errorf("eventseries: batch not counted: %w", err)
 	}
 	p.mu.Lock()
-	if logging {
-		p.logged(size)
-	}
+	p.logged(size)
 	out := p.observe(ctx, ld, wall)
 	p.hold(&out)
 	p.armTimer()

@@ -62,12 +62,16 @@ func readWALEntry(b []byte) (wall int64, ld plog.Logs, err error) {
 	return int64(binary.BigEndian.Uint64(b)), ld, err
 }
 
-// logBatch writes ld to the log before it is counted at wall; the caller
-// holds the turn (entries are numbered in the order they are counted) and
-// not p.mu. A log over write_ahead_log.max_bytes is truncated first by a
-// save. On error nothing is counted: the batch is refused and the sender's
-// retry counts it once.
+// logBatch writes ld to the log before it is counted at wall, and returns
+// the entry's size (0: not logged: no storage, no log, or no record). The
+// caller holds the turn (entries are numbered in the order they are
+// counted) and not p.mu. A log over write_ahead_log.max_bytes is truncated
+// first by a save. On error nothing is counted: the batch is refused and
+// the sender's retry counts it once.
 func (p *eventSeriesProcessor) logBatch(ctx context.Context, ld plog.Logs, wall int64) (size int, err error) {
+	if p.store == nil || !p.wal.enabled || ld.LogRecordCount() == 0 {
+		return 0, nil
+	}
 	entry, err := walEntry(wall, ld)
 	if err != nil {
 		return 0, err
@@ -94,6 +98,9 @@ func (p *eventSeriesProcessor) logBatch(ctx context.Context, ld plog.Logs, wall 
 // holds p.mu, in the same hold as it counts the batch, so a snapshot
 // covers both or neither.
 func (p *eventSeriesProcessor) logged(size int) {
+	if size == 0 {
+		return
+	}
 	p.wal.next++
 	p.wal.bytes += int64(size)
 }

@@ -11,8 +11,6 @@ import (
 	"time"
 
 	"github.com/open-telemetry/opentelemetry-collector-contrib/extension/storage/filestorage"
-	"go.opentelemetry.io/collector/component/componenttest"
-	"go.opentelemetry.io/collector/extension/extensiontest"
 	"go.opentelemetry.io/collector/pdata/plog"
 	"go.opentelemetry.io/collector/processor/processortest"
 
@@ -36,18 +34,8 @@ func BenchmarkWriteAheadLog(b *testing.B) {
 }
 
 func benchmarkLog(b *testing.B, records int, mode string) {
-	f := filestorage.NewFactory()
-	scfg := f.CreateDefaultConfig().(*filestorage.Config)
-	dir := b.TempDir()
-	scfg.Directory, scfg.Compaction.Directory, scfg.FSync = dir, dir, mode == "on+fsync"
-	ext, err := f.Create(context.Background(), extensiontest.NewNopSettings(f.Type()), scfg)
-	if err != nil {
-		b.Fatal(err)
-	}
-	if err := ext.Start(context.Background(), componenttest.NewNopHost()); err != nil {
-		b.Fatal(err)
-	}
-	defer func() { _ = ext.Shutdown(context.Background()) }()
+	h, stop := fileStorage(b, b.TempDir(), func(cfg *filestorage.Config) { cfg.FSync = mode == "on+fsync" })
+	defer stop()
 	cfg := createDefaultConfig()
 	id := storageID
 	cfg.Storage, cfg.WriteAheadLog.Enabled = &id, mode != "off"
@@ -55,7 +43,7 @@ func benchmarkLog(b *testing.B, records int, mode string) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	if err := p.Start(context.Background(), host{storageID: ext}); err != nil {
+	if err := p.Start(context.Background(), h); err != nil {
 		b.Fatal(err)
 	}
 	defer func() { _ = p.Shutdown(context.Background()) }()
