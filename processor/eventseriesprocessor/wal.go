@@ -5,7 +5,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"strconv"
 
 	"go.opentelemetry.io/collector/extension/xextension/storage"
 	"go.opentelemetry.io/collector/pdata/plog"
@@ -31,9 +30,10 @@ const (
 	walPrefix  = "wal/"
 )
 
-// walKey is the storage key of entry n.
+// walKey is the storage key of entry n: fixed width, so that entries sort
+// in their order and each one is appended at the end of bbolt's tree.
 func walKey(n uint64) string {
-	return walPrefix + strconv.FormatUint(n, 16)
+	return fmt.Sprintf("%s%016x", walPrefix, n)
 }
 
 // walState is the log's bookkeeping; guarded by p.mu.
