@@ -154,3 +154,31 @@ func (s *faultSink) nameOf(t testing.TB, pod string) string {
 	t.Fatalf("no object for pod %s", pod)
 	return ""
 }
+
+// TestUnreadableLogEntryIsSkipped: an entry the processor cannot read (a
+// torn or foreign value) is logged, counted in state_errors{restore} and
+// skipped; the entries after it are replayed, and the start does not fail.
+func TestUnreadableLogEntryIsSkipped(t *testing.T) {
+	dir := t.TempDir()
+	h, stop := fileStorage(t, dir)
+	first := newRun(t, nil)
+	first.p.saveEvery = time.Hour
+	require.NoError(t, first.p.Start(context.Background(), h))
+	ev := podEvent("web-1", "BackOff", "Back-off restarting failed container")
+	for range 3 {
+		ev.Time = time.Now()
+		require.NoError(t, first.p.ConsumeLogs(context.Background(), logsOf(ev)))
+	}
+	require.NoError(t, first.p.store.Set(context.Background(), walKey(1), []byte("torn")))
+	crash(t, first.p)
+	stop()
+
+	h, stop = fileStorage(t, dir)
+	defer stop()
+	second := startRun(t, h, nil)
+	require.NoError(t, second.p.Shutdown(context.Background()))
+	assert.Equal(t, int64(2), sum(finalCounts(collect(t, second.sink))), "entries 0 and 2 replayed, entry 1 skipped")
+	metadatatest.AssertEqualProcessorEventseriesStateErrors(t, second.tel, []metricdata.DataPoint[int64]{
+		{Value: 1, Attributes: attribute.NewSet(attribute.String("operation", "restore"))},
+	}, metricdatatest.IgnoreTimestamp())
+}
