@@ -33,6 +33,9 @@ type Config struct {
 	InputCounts string `mapstructure:"input_counts"`
 	// Storage is a storage extension that keeps the state across restarts; nil: none.
 	Storage *component.ID `mapstructure:"storage"`
+	// WriteAheadLog, with storage, writes each batch to it before counting
+	// it, so a crash loses nothing counted since the last save.
+	WriteAheadLog WriteAheadLogConfig `mapstructure:"write_ahead_log"`
 
 	Series      SeriesConfig      `mapstructure:"series"`
 	Aggregation AggregationConfig `mapstructure:"aggregation"`
@@ -40,6 +43,14 @@ type Config struct {
 
 	// prevent unkeyed literal initialization
 	_ struct{}
+}
+
+// WriteAheadLogConfig sets the write-ahead log (used only with storage).
+type WriteAheadLogConfig struct {
+	Enabled bool `mapstructure:"enabled"`
+	// MaxBytes bounds the log between two saves: a batch that would take it
+	// past the bound saves the state first, which empties it.
+	MaxBytes int64 `mapstructure:"max_bytes"`
 }
 
 // SeriesConfig sets the series timers and key.
@@ -92,6 +103,7 @@ func createDefaultConfig() *Config {
 		MaxKeys:          4096,
 		NonEventRecords:  recordsPass,
 		InputCounts:      countsCumulative,
+		WriteAheadLog:    WriteAheadLogConfig{Enabled: true, MaxBytes: 64 << 20},
 		Series: SeriesConfig{
 			FinishAfter:               6 * time.Minute,
 			HeartbeatInterval:         30 * time.Minute,
@@ -121,6 +133,7 @@ func (cfg *Config) Validate() error {
 	check(cfg.MaxKeys > 0, "max_keys: must be positive, have %d", cfg.MaxKeys)
 	check(cfg.NonEventRecords == recordsPass || cfg.NonEventRecords == recordsDrop, "non_event_records: %q is not pass or drop", cfg.NonEventRecords)
 	check(cfg.InputCounts == countsCumulative || cfg.InputCounts == countsIgnore, "input_counts: %q is not cumulative or ignore", cfg.InputCounts)
+	check(!cfg.WriteAheadLog.Enabled || cfg.WriteAheadLog.MaxBytes > 0, "write_ahead_log.max_bytes: must be positive, have %d", cfg.WriteAheadLog.MaxBytes)
 	check(cfg.Series.FinishAfter > 0, "series.finish_after: must be positive, have %s", cfg.Series.FinishAfter)
 	check(cfg.Series.HeartbeatInterval > 0, "series.heartbeat_interval: must be positive, have %s", cfg.Series.HeartbeatInterval)
 	if cfg.Aggregation.Enabled {

@@ -36,6 +36,7 @@ func TestLoadConfigStorage(t *testing.T) {
 	want := createDefaultConfig()
 	id := component.MustNewIDWithName("file_storage", "state")
 	want.Storage = &id
+	want.WriteAheadLog.MaxBytes = 1 << 20
 	assert.Equal(t, want, got)
 }
 
@@ -44,6 +45,7 @@ func TestValidateNamesEveryBadKey(t *testing.T) {
 	require.Error(t, err)
 	for _, key := range []string{
 		`mode: "compressed"`, `time_source: "wall"`, "event_time_max_lead", "max_keys", `non_event_records: "keep"`, `input_counts: "trusted"`,
+		"write_ahead_log.max_bytes",
 		"series.finish_after", "series.heartbeat_interval", "aggregation.max_events", "aggregation.max_interval",
 		"spam_filter.qps", "spam_filter.burst", `spam_filter.key: "node"`, `spam_filter.key: "source" twice`,
 	} {

@@ -27,12 +27,13 @@ const saveInterval = 5 * time.Second
 
 // restore opens the storage client and restores the engine from its
 // snapshot, and the records waiting for the next consumer: they go out
-// before anything else. No snapshot is a first start. A snapshot the
-// engine refuses (corrupt, another version, mode or series key) is logged
-// and counted and the processor starts empty: that costs what a restart
-// without storage costs, while failing would stop the pipeline until
-// someone deletes it. The waiting records are sent even then: they were
-// decided and counted.
+// before anything else. Then the write-ahead log is replayed (wal.go). No
+// snapshot is a first start. A snapshot the engine refuses (corrupt,
+// another version, mode or series key) is logged and counted and the
+// processor starts empty: that costs what a restart without storage
+// costs, while failing would stop the pipeline until someone deletes it.
+// The waiting records are sent even then: they were decided and counted;
+// and the log is replayed: its batches were accepted.
 func (p *eventSeriesProcessor) restore(ctx context.Context, host component.Host) error {
 	if p.cfg.Storage == nil {
 		return nil
@@ -45,8 +46,8 @@ func (p *eventSeriesProcessor) restore(ctx context.Context, host component.Host)
 	if err != nil {
 		return fmt.Errorf("eventseries: storage %q: %w", p.cfg.Storage, err)
 	}
-	snapOp, pendingOp := storage.GetOperation(stateKey), storage.GetOperation(pendingKey)
-	if err := client.Batch(ctx, snapOp, pendingOp); err != nil {
+	snapOp, pendingOp, fromOp := storage.GetOperation(stateKey), storage.GetOperation(pendingKey), storage.GetOperation(walFromKey)
+	if err := client.Batch(ctx, snapOp, pendingOp, fromOp); err != nil {
 		_ = client.Close(ctx)
 		return fmt.Errorf("eventseries: read the state from storage %q: %w", p.cfg.Storage, err)
 	}
@@ -54,21 +55,24 @@ func (p *eventSeriesProcessor) restore(ctx context.Context, host component.Host)
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.restorePending(ctx, pendingOp.Value)
-	snap := snapOp.Value
-	if snap == nil {
-		return nil
-	}
-	if err := p.engine.Restore(snap); err != nil {
-		p.logger.Error("Saved state discarded: the processor starts empty", zap.Error(err), zap.Int("bytes", len(snap)))
-		p.stateError(ctx, "restore")
-		return nil
+	if snap := snapOp.Value; snap != nil {
+		if err := p.engine.Restore(snap); err != nil {
+			p.logger.Error("Saved state discarded: the processor starts empty", zap.Error(err), zap.Int("bytes", len(snap)))
+			p.stateError(ctx, "restore")
+		} else {
+			p.logger.Info("State restored", zap.Int("open_entries", p.engine.Len()), zap.Int("bytes", len(snap)),
+				zap.Int("waiting_records", p.pending.records))
+		}
 	}
 	if p.eventTime {
 		p.watermark = p.engine.Now()
 	}
+	if err := p.replayLog(ctx, fromOp.Value); err != nil {
+		p.store = nil
+		_ = client.Close(ctx)
+		return fmt.Errorf("eventseries: storage %q: %w", p.cfg.Storage, err)
+	}
 	p.armTimer() // deadlines passed while the collector was down are due now
-	p.logger.Info("State restored", zap.Int("open_entries", p.engine.Len()), zap.Int("bytes", len(snap)),
-		zap.Int("waiting_records", p.pending.records))
 	return nil
 }
 
@@ -110,7 +114,12 @@ func (p *eventSeriesProcessor) runSaves() {
 // Both are taken under p.mu, which is never held across a call to the next
 // consumer: a blocked one does not hold up saves. The write runs outside
 // the lock: records keep flowing meanwhile.
+//
+// The same batch truncates the write-ahead log by the entries the snapshot
+// covers. Saves run one at a time.
 func (p *eventSeriesProcessor) save(ctx context.Context) error {
+	p.saveMu.Lock()
+	defer p.saveMu.Unlock()
 	p.mu.Lock()
 	if !p.dirty {
 		p.mu.Unlock()
@@ -121,15 +130,20 @@ func (p *eventSeriesProcessor) save(ctx context.Context) error {
 	if waiting := p.pending.marshal(); len(waiting) > 0 {
 		pendingOp = storage.SetOperation(pendingKey, waiting)
 	}
+	walOps, covered, logBytes := p.walTruncation()
 	p.dirty = false
 	p.mu.Unlock()
-	if err := p.store.Batch(ctx, storage.SetOperation(stateKey, snap), pendingOp); err != nil {
+	ops := append([]*storage.Operation{storage.SetOperation(stateKey, snap), pendingOp}, walOps...)
+	if err := p.store.Batch(ctx, ops...); err != nil {
 		p.mu.Lock()
 		p.dirty = true
 		p.mu.Unlock()
 		p.stateError(ctx, "save")
 		return fmt.Errorf("eventseries: save the state (%d bytes) to storage %q: %w", len(snap), p.cfg.Storage, err)
 	}
+	p.mu.Lock()
+	p.truncated(covered, logBytes)
+	p.mu.Unlock()
 	return nil
 }
 

@@ -30,12 +30,16 @@ type host map[component.ID]component.Component
 func (h host) GetExtensions() map[component.ID]component.Component { return h }
 
 // fileStorage starts the contrib file_storage extension on dir, as a
-// collector does at each start; stop shuts it down.
-func fileStorage(t *testing.T, dir string) (h host, stop func()) {
+// collector does at each start, its settings changed by mutate; stop shuts
+// it down.
+func fileStorage(t testing.TB, dir string, mutate ...func(*filestorage.Config)) (h host, stop func()) {
 	t.Helper()
 	f := filestorage.NewFactory()
 	cfg := f.CreateDefaultConfig().(*filestorage.Config)
 	cfg.Directory, cfg.Compaction.Directory = dir, dir
+	for _, m := range mutate {
+		m(cfg)
+	}
 	ext, err := f.Create(context.Background(), extensiontest.NewNopSettings(f.Type()), cfg)
 	require.NoError(t, err)
 	require.NoError(t, ext.Start(context.Background(), componenttest.NewNopHost()))

@@ -56,6 +56,8 @@ type eventSeriesProcessor struct {
 	backoff    time.Duration // before the next retry of refused records
 
 	store              storage.Client // nil without storage
+	saveMu             sync.Mutex     // one save at a time: a save truncates the log by what it covers
+	wal                walState
 	saveEvery          time.Duration
 	retryMin, retryMax time.Duration
 
@@ -86,6 +88,7 @@ func newProcessor(set processor.Settings, cfg *Config, next consumer.Logs, clock
 		retryMax:   retryMax,
 		backoff:    retryMin,
 		engine:     eng,
+		wal:        walState{enabled: cfg.WriteAheadLog.Enabled, maxBytes: cfg.WriteAheadLog.MaxBytes},
 		logRate:    ratelog.New[k8sevent.Problem](problemLogInterval),
 		refusalLog: ratelog.New[string](problemLogInterval),
 		wake:       make(chan struct{}, 1),
@@ -171,9 +174,11 @@ func (p *eventSeriesProcessor) undelivered(err error) error {
 
 // ConsumeLogs first hands the next consumer what waits. While that is
 // refused, the batch is refused, retryable and not counted, so the
-// sender's retry counts it exactly once. Once counted, the batch's records
-// are this processor's: refused, they wait (first in line, saved with the
-// state) and nil is returned, as a retry would count them twice.
+// sender's retry counts it exactly once. With the write-ahead log, the
+// batch is then written to it, and refused the same way if that fails.
+// Once counted, the batch's records are this processor's: refused, they
+// wait (first in line, saved with the state) and nil is returned, as a
+// retry would count them twice.
 func (p *eventSeriesProcessor) ConsumeLogs(ctx context.Context, ld plog.Logs) error {
 	if err := p.takeTurn(ctx); err != nil {
 		return fmt.Errorf("eventseries: batch not counted, earlier records are still being delivered: %w", err)
@@ -186,8 +191,14 @@ func (p *eventSeriesProcessor) ConsumeLogs(ctx context.Context, ld plog.Logs) er
 		p.wakeUp()
 		return fmt.Errorf("eventseries: batch not counted, %d earlier records wait for the next consumer: %w", n, err)
 	}
+	wall := p.clock().UnixNano() // in processing time, what the batch is counted at, and replayed at
+	size, err := p.logBatch(ctx, ld, wall)
+	if err != nil {
+		return fmt.Errorf("eventseries: batch not counted: %w", err)
+	}
 	p.mu.Lock()
-	out := p.observe(ctx, ld)
+	p.logged(size)
+	out := p.observe(ctx, ld, wall)
 	p.hold(&out)
 	p.armTimer()
 	p.mu.Unlock()
@@ -197,12 +208,16 @@ func (p *eventSeriesProcessor) ConsumeLogs(ctx context.Context, ld plog.Logs) er
 	return nil
 }
 
-// observe decides the batch's records; the caller holds p.mu and the turn.
-func (p *eventSeriesProcessor) observe(ctx context.Context, ld plog.Logs) output {
+// observe decides the batch's records at the processing clock wall; the
+// caller holds p.mu and the turn.
+func (p *eventSeriesProcessor) observe(ctx context.Context, ld plog.Logs, wall int64) output {
 	out := newOutput(p.cfg.Mode == modeLegacy)
 	var counts problemCounts
-	batchNow := p.now(0)
-	limit := p.clock().UnixNano() + p.maxLead // event time: the watermark goes no further
+	batchNow := wall
+	if p.eventTime {
+		batchNow = p.now(0)
+	}
+	limit := wall + p.maxLead // event time: the watermark goes no further
 	opts := k8sevent.DecodeOptions{SkipTimes: true}
 	rls := ld.ResourceLogs()
 	for i := range rls.Len() {

@@ -175,7 +175,7 @@ func NewTelemetryBuilder(settings component.TelemetrySettings, options ...Teleme
 	errs = errors.Join(errs, err)
 	builder.ProcessorEventseriesStateErrors, err = builder.meter.Int64Counter(
 		"otelcol_processor_eventseries_state_errors",
-		metric.WithDescription("State that could not be restored from storage (the processor started empty) or saved to it, by attribute operation (restore, save). [Alpha]"),
+		metric.WithDescription("State that could not be restored from storage (the processor started empty, or a log entry skipped) or saved to it, and batches refused because the write-ahead log could not be written, by attribute operation (restore, save, log). [Alpha]"),
 		metric.WithUnit("{errors}"),
 	)
 	errs = errors.Join(errs, err)

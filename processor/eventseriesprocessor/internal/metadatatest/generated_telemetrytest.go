@@ -276,7 +276,7 @@ func AssertEqualProcessorEventseriesSpamDropped(t *testing.T, tt *componenttest.
 func AssertEqualProcessorEventseriesStateErrors(t *testing.T, tt *componenttest.Telemetry, dps []metricdata.DataPoint[int64], opts ...metricdatatest.Option) {
 	want := metricdata.Metrics{
 		Name:        "otelcol_processor_eventseries_state_errors",
-		Description: "State that could not be restored from storage (the processor started empty) or saved to it, by attribute operation (restore, save). [Alpha]",
+		Description: "State that could not be restored from storage (the processor started empty, or a log entry skipped) or saved to it, and batches refused because the write-ahead log could not be written, by attribute operation (restore, save, log). [Alpha]",
 		Unit:        "{errors}",
 		Data: metricdata.Sum[int64]{
 			Temporality: metricdata.CumulativeTemporality,
