@@ -139,8 +139,10 @@ func sameSeries(ev, stored *k8sevent.Event, storedCluster string) bool {
 // pickTarget chooses, among objects of ev's series (sameSeries), the one
 // its records go to: the object under its own name; else one it wrote to
 // before (it holds its slot: a restart forgot the mapping); else the open
-// one, last observed within window before the series' first occurrence,
-// the latest if several. found is false when none is: a new object.
+// one, last observed less than window before the series' first
+// occurrence, the latest if several (a series the processor ended had no
+// occurrence for finish_after: with window = finish_after it is never
+// reopened). found is false when none is: a new object.
 func pickTarget(cands []objState, name, slot string, first time.Time, window time.Duration) (o objState, found bool) {
 	for _, c := range cands {
 		if c.name == name {
@@ -153,7 +155,7 @@ func pickTarget(cands []objState, name, slot string, first time.Time, window tim
 		}
 	}
 	for _, c := range cands {
-		if c.last.Before(first.Add(-window)) {
+		if !c.last.After(first.Add(-window)) {
 			continue
 		}
 		if !found || c.last.After(o.last) || c.last.Equal(o.last) && c.name < o.name {

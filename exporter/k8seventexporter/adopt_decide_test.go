@@ -62,9 +62,9 @@ func TestPickTarget(t *testing.T) {
 	window := 6 * time.Minute
 	own := objState{name: "web.own", last: first.Add(-time.Hour)}
 	held := objState{name: "web.held", last: first.Add(-time.Hour), slots: map[string]int64{"slot": 2}}
-	open := objState{name: "web.open", last: first.Add(-window)}
+	open := objState{name: "web.open", last: first.Add(-window + time.Nanosecond)}
 	later := objState{name: "web.later", last: first.Add(-time.Minute)}
-	ended := objState{name: "web.ended", last: first.Add(-window - time.Nanosecond)}
+	ended := objState{name: "web.ended", last: first.Add(-window)}
 
 	o, found := pickTarget([]objState{later, own, held}, "web.own", "slot", first, window)
 	assert.True(t, found)
@@ -74,7 +74,7 @@ func TestPickTarget(t *testing.T) {
 	o, _ = pickTarget([]objState{open, later, ended}, "web.own", "slot", first, window)
 	assert.Equal(t, "web.later", o.name, "then the open one observed last")
 	o, _ = pickTarget([]objState{open, ended}, "web.own", "slot", first, window)
-	assert.Equal(t, "web.open", o.name, "open: last observed at most the window before")
+	assert.Equal(t, "web.open", o.name, "open: last observed less than the window before")
 	_, found = pickTarget([]objState{ended}, "web.own", "slot", first, window)
 	assert.False(t, found, "an ended series is left alone")
 	_, found = pickTarget(nil, "web.own", "slot", first, window)

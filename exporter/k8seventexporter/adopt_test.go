@@ -183,6 +183,32 @@ func TestAdoptLeavesAFinishedSeriesAlone(t *testing.T) {
 	assert.Zero(t, counter(t, dtel, "otelcol_exporter_k8sevent_writes", "outcome", "adopted_series"))
 }
 
+// TestAdoptLeavesLegacyRecordsAlone: records that are not a series (the
+// processor's legacy mode, keyed with their note) adopt nothing, and a
+// restarted exporter's record of its own object (AlreadyExists) is still
+// written to its slot: exact counts, one object per record name.
+func TestAdoptLeavesLegacyRecordsAlone(t *testing.T) {
+	r := newRig(t)
+	rec := func(name string, count int64) k8sevent.Event {
+		ev := legacyRecord(name, count, t0.Add(time.Duration(count)*time.Second))
+		ev.Regarding.Name, ev.Regarding.UID = "legacy", "uid-legacy"
+		return ev
+	}
+	a, _ := r.start(t, adopter(k8sevent.APICoreV1, "tier2-0"))
+	send(t, a, rec("legacy.a", 1), rec("legacy.a", 3))
+	again, _ := r.start(t, adopter(k8sevent.APICoreV1, "tier2-0")) // a restart: nothing remembered
+	d, _ := r.start(t, adopter(k8sevent.APICoreV1, "tier2-3"))
+	send(t, d, rec("legacy.d", 2))
+	send(t, again, rec("legacy.a", 5))
+	objs := r.aboutPod(t, "legacy")
+	require.Len(t, objs, 2, "one object per legacy record name")
+	for _, o := range objs {
+		want := map[string]int32{"legacy.a": 5, "legacy.d": 2}[o.Name]
+		assert.Equal(t, want, o.Count, o.Name)
+		assert.Len(t, slots(&o), 1, "%s: one slot", o.Name)
+	}
+}
+
 // TestAdoptFaultOnTheLastRecords: both series' last records (finished)
 // are written at once while every write of the shared object fails: 503
 // once, 503 for a while, the answer lost after the server applied it

@@ -22,6 +22,12 @@ func (w *writer) writeShared(ctx context.Context, ev *k8sevent.Event) (outcome, 
 	if o, ok := w.shared.recall(key); ok {
 		return w.updateShared(ctx, ev, key, slot, count, o, patched)
 	}
+	if ev.SeriesState == "" {
+		// Not a series record (the processor's legacy mode, a raw Event):
+		// its key holds the note, which an object does not keep, so it
+		// adopts nothing; AlreadyExists still finds its own object.
+		return w.createShared(ctx, ev, key, slot, count)
+	}
 	o, found, err := w.locate(ctx, ev, slot)
 	if err != nil {
 		return created, w.classify(err, "list", ev)
