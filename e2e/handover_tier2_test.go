@@ -326,7 +326,8 @@ func TestHandOverTier2Scale(t *testing.T) {
 	for i := range 3 {
 		rig.start(t, rig.addPod(t, i))
 	}
-	before := eventVerbs(ctx, t, rig.cs)
+	before, err := kubetest.EventRequests(ctx, rig.cs)
+	require.NoError(t, err)
 	third := len(rig.occs) / 3
 	parts := [][]storm.Occurrence{rig.occs[:third], rig.occs[third : 2*third], rig.occs[2*third:]}
 	var log sendLog
@@ -348,7 +349,9 @@ func TestHandOverTier2Scale(t *testing.T) {
 	require.NoError(t, fourth.c.Stop(time.Minute))
 	fourth.removed = true
 	rig.drain(t, 0)
-	cost := eventVerbs(ctx, t, rig.cs).minus(before)
+	after, err := kubetest.EventRequests(ctx, rig.cs)
+	require.NoError(t, err)
+	cost := after.Minus(before)
 
 	r := rig.result(ctx, t)
 	evs, err := listEvents(ctx, rig.cs, byController(rig.controller))
@@ -374,32 +377,4 @@ func TestHandOverTier2Scale(t *testing.T) {
 	assert.Empty(t, r.overlapping, "objects of one series claiming the same occurrences")
 	assert.Positive(t, shared, "objects written by two series: the ring change moved open series")
 	assert.Zero(t, r.sink.reemitted, "records the sink got again")
-}
-
-// verbCounts are an API server's events requests by "verb code".
-type verbCounts map[string]int64
-
-func eventVerbs(ctx context.Context, t *testing.T, cs kubernetes.Interface) verbCounts {
-	t.Helper()
-	m, err := apiserverMetrics(ctx, cs)
-	require.NoError(t, err)
-	out := verbCounts{}
-	for _, verb := range []string{"LIST", "GET", "POST", "PATCH"} {
-		for _, code := range []string{"200", "201", "409"} {
-			if n := int64(m.Sum("apiserver_request_total", "resource=events", "verb="+verb, "code="+code)); n > 0 {
-				out[verb+" "+code] = n
-			}
-		}
-	}
-	return out
-}
-
-func (v verbCounts) minus(w verbCounts) verbCounts {
-	out := verbCounts{}
-	for k, n := range v {
-		if n -= w[k]; n != 0 {
-			out[k] = n
-		}
-	}
-	return out
 }

@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 
 	"github.com/k8sevents/otel-k8sevents/internal/harness/faultproxy"
+	"github.com/k8sevents/otel-k8sevents/internal/harness/kubetest"
 	"github.com/k8sevents/otel-k8sevents/internal/k8sevent"
 )
 
@@ -134,7 +135,8 @@ func TestAdoptInterleavedWritersSumExactly(t *testing.T) {
 			cw := watchCounts(t, r, pod)
 			a, _ := r.start(t, adopter(api, "tier2-0"))
 			d, dtel := r.start(t, adopter(api, "tier2-3"))
-			before := r.requestsByVerb(t)
+			before, err := kubetest.EventRequests(context.Background(), r.srv.Clientset())
+			require.NoError(t, err)
 			as := seriesOf(pod, pod+".a", t0, 1, 2, 3, 6)
 			ds := seriesOf(pod, pod+".d", t0.Add(30*time.Second), 1, 2, 4, 5)
 			for _, step := range []struct {
@@ -144,7 +146,9 @@ func TestAdoptInterleavedWritersSumExactly(t *testing.T) {
 				send(t, step.exp, step.ev)
 			}
 			const want = 6 + 5
-			cost := r.requestsByVerb(t).minus(before)
+			after, err := kubetest.EventRequests(context.Background(), r.srv.Clientset())
+			require.NoError(t, err)
+			cost := after.Minus(before)
 			t.Logf("8 records of 2 series: %v", cost)
 			assert.Positive(t, cost["PATCH 409"], "a writer met the other's write (its resourceVersion moved): read and written again")
 			objs := r.aboutPod(t, pod)
@@ -273,28 +277,4 @@ func runAdoptFault(t *testing.T, r *rig, api string, f fault, pod string) {
 	}, 30*time.Second, 10*time.Millisecond, "the watch sees the final count")
 	cw.assertNeverDown(t)
 	t.Logf("%s: counts seen %v", pod, fmt.Sprint(cw.seen))
-}
-
-// requests are the API server's events requests (apiserver_request_total)
-// by verb and code class: "LIST 2", "PATCH 409", ...
-type requests map[string]int
-
-func (r *rig) requestsByVerb(t *testing.T) requests {
-	t.Helper()
-	out := requests{}
-	for _, verb := range []string{"LIST", "GET", "POST", "PATCH"} {
-		out[verb+" 2"] = r.apiserverRequests(t, verb, "2")
-		out[verb+" 409"] = r.apiserverRequests(t, verb, "409")
-	}
-	return out
-}
-
-func (q requests) minus(p requests) requests {
-	out := requests{}
-	for k, v := range q {
-		if v -= p[k]; v != 0 {
-			out[k] = v
-		}
-	}
-	return out
 }
