@@ -278,3 +278,48 @@ func runAdoptFault(t *testing.T, r *rig, api string, f fault, pod string) {
 	cw.assertNeverDown(t)
 	t.Logf("%s: counts seen %v", pod, fmt.Sprint(cw.seen))
 }
+
+// TestAdoptFaultOnTheAdoptingWrite: the new owner's series is one
+// occurrence (a singleton: its first record is its last), so its adopting
+// write is the worst moment. Its listing fails for a while (503), then its
+// patch is applied and the answer lost. The object counts both series
+// exactly, once, and stays the only one.
+func TestAdoptFaultOnTheAdoptingWrite(t *testing.T) {
+	r := newRig(t)
+	for _, api := range []string{k8sevent.APIEventsV1, k8sevent.APICoreV1} {
+		short := map[string]string{k8sevent.APIEventsV1: "new", k8sevent.APICoreV1: "old"}[api]
+		t.Run(short, func(t *testing.T) {
+			pod := "first-" + short
+			fr := r.withProxy(t)
+			cw := watchCounts(t, r, pod)
+			var exps [2]exporter.Logs
+			for i, instance := range []string{"tier2-0", "tier2-3"} {
+				exp, _ := fr.faultExporter(t, api, componenttest.NewNopHost(), adopter(api, instance))
+				exps[i] = exp
+				t.Cleanup(func() { require.NoError(t, exp.Shutdown(context.Background())) })
+			}
+			send(t, exps[0], seriesOf(pod, pod+".a", t0, 1, 2, 3)...)
+			list := fr.proxy.Add(faultproxy.Rule{Verb: "GET", Path: "/api/v1/namespaces/shop/events", Query: "fieldSelector",
+				Action: faultproxy.Fail, Code: 503, Times: 3})
+			lost := fr.proxy.Add(faultproxy.Rule{Verb: "PATCH", Path: apiPath(api) + "/namespaces/shop/events/" + pod + ".a",
+				Action: faultproxy.ApplyDropAnswer, Times: 1})
+			send(t, exps[1], seriesOf(pod, pod+".d", t0.Add(30*time.Second), 1)...)
+			assert.Equal(t, 3, list.Acted(), "the listing failed three times")
+			assert.Equal(t, 1, lost.Acted(), "the adopting write's answer was lost")
+
+			core, events, err := r.occurrences(t, pod+".a")
+			require.NoError(t, err)
+			assert.Equal(t, []int64{4, 4}, []int64{core, events}, "exact: 3 + 1, the lost answer's write counted once")
+			objs := r.aboutPod(t, pod)
+			require.Len(t, objs, 1, "one object for the series")
+			assert.Len(t, slots(&objs[0]), 2, "a slot per series")
+			require.Eventually(t, func() bool {
+				cw.mu.Lock()
+				defer cw.mu.Unlock()
+				s := cw.seen[pod+".a"]
+				return len(s) > 0 && s[len(s)-1] == 4
+			}, 30*time.Second, 10*time.Millisecond, "the watch sees the final count")
+			cw.assertNeverDown(t)
+		})
+	}
+}
