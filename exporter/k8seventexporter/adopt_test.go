@@ -88,6 +88,29 @@ func watchCounts(t *testing.T, r *rig, pod string) *countWatch {
 	return cw
 }
 
+// awaitLast waits until the watch has seen the object reach count.
+func (cw *countWatch) awaitLast(t *testing.T, name string, count int64) {
+	t.Helper()
+	require.Eventually(t, func() bool {
+		cw.mu.Lock()
+		defer cw.mu.Unlock()
+		s := cw.seen[name]
+		return len(s) > 0 && s[len(s)-1] == count
+	}, 30*time.Second, 10*time.Millisecond, "the watch sees %s reach %d", name, count)
+}
+
+// twoAdopters starts tier-2 pods 0 and 3's exporters through the proxy.
+func (fr *faultRig) twoAdopters(t *testing.T, api string) [2]exporter.Logs {
+	t.Helper()
+	var exps [2]exporter.Logs
+	for i, instance := range []string{"tier2-0", "tier2-3"} {
+		exp, _ := fr.faultExporter(t, api, componenttest.NewNopHost(), adopter(api, instance))
+		exps[i] = exp
+		t.Cleanup(func() { require.NoError(t, exp.Shutdown(context.Background())) })
+	}
+	return exps
+}
+
 // assertNeverDown checks that no object's count went down.
 func (cw *countWatch) assertNeverDown(t *testing.T) {
 	t.Helper()
@@ -159,12 +182,7 @@ func TestAdoptInterleavedWritersSumExactly(t *testing.T) {
 			require.NoError(t, err)
 			assert.Equal(t, []int64{want, want}, []int64{core, events}, "count = the sum of both series (core/v1, events.k8s.io/v1)")
 			assert.EqualValues(t, 1, counter(t, dtel, "otelcol_exporter_k8sevent_writes", "outcome", "adopted_series"))
-			require.Eventually(t, func() bool {
-				cw.mu.Lock()
-				defer cw.mu.Unlock()
-				s := cw.seen[objs[0].Name]
-				return len(s) > 0 && s[len(s)-1] == want
-			}, 30*time.Second, 10*time.Millisecond, "the watch sees the final count")
+			cw.awaitLast(t, objs[0].Name, want)
 			cw.assertNeverDown(t)
 		})
 	}
@@ -234,12 +252,7 @@ func TestAdoptFaultOnTheLastRecords(t *testing.T) {
 func runAdoptFault(t *testing.T, r *rig, api string, f fault, pod string) {
 	fr := r.withProxy(t)
 	cw := watchCounts(t, r, pod)
-	var exps [2]exporter.Logs
-	for i, instance := range []string{"tier2-0", "tier2-3"} {
-		exp, _ := fr.faultExporter(t, api, componenttest.NewNopHost(), adopter(api, instance))
-		exps[i] = exp
-		t.Cleanup(func() { require.NoError(t, exp.Shutdown(context.Background())) })
-	}
+	exps := fr.twoAdopters(t, api)
 	as := seriesOf(pod, pod+".a", t0, 1, 2, 3, 7)
 	ds := seriesOf(pod, pod+".d", t0.Add(30*time.Second), 1, 2, 4)
 	send(t, exps[0], as[:3]...)
@@ -269,12 +282,7 @@ func runAdoptFault(t *testing.T, r *rig, api string, f fault, pod string) {
 	require.NoError(t, err)
 	assert.Equal(t, []int64{want, want}, []int64{core, events}, "exact: the sum of both series; fault acted %d times", h.Acted())
 	assert.Len(t, r.aboutPod(t, pod), 1, "one object for the series")
-	require.Eventually(t, func() bool {
-		cw.mu.Lock()
-		defer cw.mu.Unlock()
-		s := cw.seen[pod+".a"]
-		return len(s) > 0 && s[len(s)-1] == want
-	}, 30*time.Second, 10*time.Millisecond, "the watch sees the final count")
+	cw.awaitLast(t, pod+".a", want)
 	cw.assertNeverDown(t)
 	t.Logf("%s: counts seen %v", pod, fmt.Sprint(cw.seen))
 }
@@ -292,12 +300,7 @@ func TestAdoptFaultOnTheAdoptingWrite(t *testing.T) {
 			pod := "first-" + short
 			fr := r.withProxy(t)
 			cw := watchCounts(t, r, pod)
-			var exps [2]exporter.Logs
-			for i, instance := range []string{"tier2-0", "tier2-3"} {
-				exp, _ := fr.faultExporter(t, api, componenttest.NewNopHost(), adopter(api, instance))
-				exps[i] = exp
-				t.Cleanup(func() { require.NoError(t, exp.Shutdown(context.Background())) })
-			}
+			exps := fr.twoAdopters(t, api)
 			send(t, exps[0], seriesOf(pod, pod+".a", t0, 1, 2, 3)...)
 			list := fr.proxy.Add(faultproxy.Rule{Verb: "GET", Path: "/api/v1/namespaces/shop/events", Query: "fieldSelector",
 				Action: faultproxy.Fail, Code: 503, Times: 3})
@@ -313,12 +316,7 @@ func TestAdoptFaultOnTheAdoptingWrite(t *testing.T) {
 			objs := r.aboutPod(t, pod)
 			require.Len(t, objs, 1, "one object for the series")
 			assert.Len(t, slots(&objs[0]), 2, "a slot per series")
-			require.Eventually(t, func() bool {
-				cw.mu.Lock()
-				defer cw.mu.Unlock()
-				s := cw.seen[pod+".a"]
-				return len(s) > 0 && s[len(s)-1] == 4
-			}, 30*time.Second, 10*time.Millisecond, "the watch sees the final count")
+			cw.awaitLast(t, pod+".a", 4)
 			cw.assertNeverDown(t)
 		})
 	}

@@ -18,13 +18,9 @@ type Requests map[string]int64
 // EventRequests reads the API server's requests for events so far (both
 // Event APIs) by verb and code.
 func EventRequests(ctx context.Context, cs kubernetes.Interface) (Requests, error) {
-	raw, err := cs.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
+	m, err := Metrics(ctx, cs)
 	if err != nil {
-		return nil, fmt.Errorf("read apiserver metrics: %w", err)
-	}
-	m, err := collectorproc.ParseMetrics(bytes.NewReader(raw))
-	if err != nil {
-		return nil, fmt.Errorf("parse apiserver metrics: %w", err)
+		return nil, err
 	}
 	out := Requests{}
 	for key, v := range m {
@@ -34,6 +30,19 @@ func EventRequests(ctx context.Context, cs kubernetes.Interface) (Requests, erro
 		out[label(key, "verb")+" "+label(key, "code")] += int64(v)
 	}
 	return out, nil
+}
+
+// Metrics reads the API server's /metrics.
+func Metrics(ctx context.Context, cs kubernetes.Interface) (collectorproc.Metrics, error) {
+	raw, err := cs.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("read apiserver metrics: %w", err)
+	}
+	m, err := collectorproc.ParseMetrics(bytes.NewReader(raw))
+	if err != nil {
+		return nil, fmt.Errorf("parse apiserver metrics: %w", err)
+	}
+	return m, nil
 }
 
 // label is the value of one label in a metric key name{a="x",b="y"}.
