@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"sort"
@@ -13,6 +12,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/k8sevents/otel-k8sevents/internal/harness/collectorproc"
+	"github.com/k8sevents/otel-k8sevents/internal/harness/kubetest"
 	"github.com/k8sevents/otel-k8sevents/internal/harness/stormsend"
 	"github.com/k8sevents/otel-k8sevents/internal/k8sevent"
 )
@@ -262,13 +262,5 @@ func eventWrites(ctx context.Context, cs kubernetes.Interface, codes ...string) 
 
 // apiserverMetrics reads an API server's own metrics.
 func apiserverMetrics(ctx context.Context, cs kubernetes.Interface) (collectorproc.Metrics, error) {
-	raw, err := cs.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("read apiserver metrics: %w", err)
-	}
-	m, err := collectorproc.ParseMetrics(bytes.NewReader(raw))
-	if err != nil {
-		return nil, fmt.Errorf("parse apiserver metrics: %w", err)
-	}
-	return m, nil
+	return kubetest.Metrics(ctx, cs)
 }

@@ -34,6 +34,17 @@ type Config struct {
 	OverrideReporting bool `mapstructure:"override_reporting"`
 	// MaxNoteBytes truncates longer notes.
 	MaxNoteBytes int `mapstructure:"max_note_bytes"`
+	// AdoptOpenSeries: a series whose object is new first looks for an
+	// open object of its series another exporter of this
+	// reporting_controller wrote (a ring change behind a load balancer)
+	// and writes into it, each series keeping its own count in an
+	// annotation. Needs reporting_controller and a reporting_instance
+	// unique and stable per exporter.
+	AdoptOpenSeries bool `mapstructure:"adopt_open_series"`
+	// AdoptWindow: an object is open when its latest occurrence is at
+	// most this long before the series' first (the processor's
+	// series.finish_after).
+	AdoptWindow time.Duration `mapstructure:"adopt_window"`
 
 	TimeoutConfig exporterhelper.TimeoutConfig                             `mapstructure:",squash"`
 	BackOff       configretry.BackOffConfig                                `mapstructure:"retry_on_failure"`
@@ -53,6 +64,7 @@ func createDefaultConfig() *Config {
 		Burst:             50,
 		OverrideReporting: true,
 		MaxNoteBytes:      k8sevent.MaxNoteBytes,
+		AdoptWindow:       6 * time.Minute,
 		TimeoutConfig:     exporterhelper.TimeoutConfig{Timeout: 10 * time.Second},
 		BackOff:           configretry.NewDefaultBackOffConfig(),
 		Queue:             configoptional.Some(defaultQueue()),
@@ -119,6 +131,12 @@ func (cfg *Config) Validate() error {
 			errs = append(errs, fmt.Errorf("reporting_controller: %q is not a qualified name of at most %d bytes (%s)",
 				rc, k8sevent.MaxFieldBytes, strings.Join(msgs, "; ")))
 		}
+	}
+	if cfg.AdoptOpenSeries && cfg.ReportingController == "" {
+		errs = append(errs, errors.New("adopt_open_series: needs reporting_controller (the objects it may adopt are that controller's)"))
+	}
+	if cfg.AdoptWindow <= 0 {
+		errs = append(errs, fmt.Errorf("adopt_window: must be positive, have %v", cfg.AdoptWindow))
 	}
 	if cfg.Queue.HasValue() {
 		q := cfg.Queue.Get()

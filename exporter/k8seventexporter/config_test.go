@@ -37,6 +37,10 @@ func TestLoadConfig(t *testing.T) {
 	assert.Equal(t, "mirror-0", got.ReportingInstance)
 	assert.False(t, got.OverrideReporting)
 	assert.Equal(t, 512, got.MaxNoteBytes)
+	assert.True(t, got.AdoptOpenSeries)
+	assert.Equal(t, 5*time.Minute, got.AdoptWindow)
+	assert.False(t, def.AdoptOpenSeries, "off by default: writes and their cost stay as they were")
+	assert.Equal(t, 6*time.Minute, def.AdoptWindow, "the processor's default series.finish_after")
 	assert.Equal(t, 3*time.Second, got.TimeoutConfig.Timeout)
 	assert.Equal(t, time.Second, got.BackOff.InitialInterval)
 	storage := component.MustNewIDWithName("file_storage", "queue")
@@ -48,7 +52,7 @@ func TestValidateNamesEveryBadKey(t *testing.T) {
 	err := loadConfig(t, "k8sevents/invalid").Validate()
 	require.Error(t, err)
 	for _, key := range []string{`auth_type: "token"`, `api: "events.k8s.io/v2"`, "qps and burst", "max_note_bytes",
-		`reporting_controller: "Not A/Qualified/Name"`, "sending_queue::block_on_overflow", "sending_queue::queue_size: counted in bytes"} {
+		`reporting_controller: "Not A/Qualified/Name"`, "adopt_window: must be positive", "sending_queue::block_on_overflow", "sending_queue::queue_size: counted in bytes"} {
 		assert.ErrorContains(t, err, key)
 	}
 }
@@ -60,5 +64,15 @@ func TestValidateKeepsTheQueueOff(t *testing.T) {
 	cfg.Queue = configoptional.None[exporterhelper.QueueBatchConfig]()
 	require.NoError(t, cfg.Validate())
 	cfg.ReportingController = "example.com/mirror"
+	require.NoError(t, cfg.Validate())
+}
+
+// TestValidateAdoptNeedsAController: the objects a series may adopt are
+// those of one reporting controller.
+func TestValidateAdoptNeedsAController(t *testing.T) {
+	cfg := createDefaultConfig()
+	cfg.AdoptOpenSeries = true
+	require.ErrorContains(t, cfg.Validate(), "adopt_open_series: needs reporting_controller")
+	cfg.ReportingController = "k8sevents.io/otlp-ingestion"
 	require.NoError(t, cfg.Validate())
 }

@@ -60,8 +60,12 @@ func (e *k8seventExporter) start(ctx context.Context, _ component.Host) error {
 		}
 	}
 	e.w = newWriter(cs, api, e.cfg)
-	e.logger.Info("Writing events", zap.String("api", api))
-	if e.cfg.ReportingController != "" {
+	e.logger.Info("Writing events", zap.String("api", api), zap.Bool("adopt_open_series", e.cfg.AdoptOpenSeries))
+	if e.cfg.AdoptOpenSeries {
+		// Each series finds its object when it first writes (writeShared):
+		// the listing at start would only fill the cache that path skips.
+		e.w.shared = newAdoption(e.instance, e.cfg.AdoptWindow)
+	} else if e.cfg.ReportingController != "" {
 		n, err := e.w.learn(ctx, e.cfg.ReportingController, 500)
 		if err != nil {
 			// Not fatal: an unknown object's create answers AlreadyExists and is patched.
@@ -218,7 +222,8 @@ func (e *k8seventExporter) writeOne(ctx context.Context, p *pending) error {
 }
 
 var outcomeNames = map[outcome]string{created: "created", patched: "patched",
-	createdAfter404: "created_after_404", patchedAfter409: "patched_after_409", adopted: "adopted", stale: "stale", unchanged: "unchanged"}
+	createdAfter404: "created_after_404", patchedAfter409: "patched_after_409", adopted: "adopted", stale: "stale", unchanged: "unchanged",
+	adoptedSeries: "adopted_series"}
 
 // permanent counts a dropped record and logs it once a minute per reason.
 func (e *k8seventExporter) permanent(ctx context.Context, reason string, err error) {

@@ -2,7 +2,9 @@ package k8seventexporter // import "github.com/k8sevents/otel-k8sevents/exporter
 
 import (
 	"context"
+	"maps"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/k8sevents/otel-k8sevents/internal/k8sevent"
@@ -21,11 +23,17 @@ type eventSink interface {
 	adapt(ev *k8sevent.Event)
 	// occurrences is the count an adapted Event states in this API.
 	occurrences(ev *k8sevent.Event) int64
-	create(ctx context.Context, ev *k8sevent.Event) error
+	// create makes the object, with annotations added to its own (nil:
+	// none), and answers the resourceVersion it was created at.
+	create(ctx context.Context, ev *k8sevent.Event, annotations map[string]string) (rv string, err error)
 	// patch sends what changes between records of one object (absolute
 	// values: sending it twice is harmless); sent is false when nothing
 	// does.
 	patch(ctx context.Context, ev *k8sevent.Event) (sent bool, err error)
+	// patchShared writes one series' contribution to an object other
+	// series write too (adopt_open_series), preconditioned on its
+	// resourceVersion, and answers the object as the API server stored it.
+	patchShared(ctx context.Context, ev *k8sevent.Event, p sharedPatch) (objState, error)
 }
 
 func newSink(cs kubernetes.Interface, api string) eventSink {
@@ -44,4 +52,15 @@ func seriesBelowTwo(ev *k8sevent.Event) {
 	if ev.SeriesCount > 0 && ev.SeriesLastObservedTime.IsZero() {
 		ev.SeriesLastObservedTime = ev.Time
 	}
+}
+
+// addAnnotations adds annotations to an object about to be created.
+func addAnnotations(m *metav1.ObjectMeta, annotations map[string]string) {
+	if len(annotations) == 0 {
+		return
+	}
+	if m.Annotations == nil {
+		m.Annotations = make(map[string]string, len(annotations))
+	}
+	maps.Copy(m.Annotations, annotations)
 }

@@ -33,9 +33,14 @@ func (coreSink) adapt(ev *k8sevent.Event) {
 
 func (coreSink) occurrences(ev *k8sevent.Event) int64 { return max(ev.Count, 1) }
 
-func (s coreSink) create(ctx context.Context, ev *k8sevent.Event) error {
-	_, err := s.cs.CoreV1().Events(ev.ObjectNamespace()).Create(ctx, ev.ToCoreV1(), metav1.CreateOptions{})
-	return err
+func (s coreSink) create(ctx context.Context, ev *k8sevent.Event, annotations map[string]string) (string, error) {
+	out := ev.ToCoreV1()
+	addAnnotations(&out.ObjectMeta, annotations)
+	got, err := s.cs.CoreV1().Events(ev.ObjectNamespace()).Create(ctx, out, metav1.CreateOptions{})
+	if err != nil {
+		return "", err
+	}
+	return got.ResourceVersion, nil
 }
 
 func (s coreSink) patch(ctx context.Context, ev *k8sevent.Event) (bool, error) {
@@ -45,6 +50,23 @@ func (s coreSink) patch(ctx context.Context, ev *k8sevent.Event) (bool, error) {
 	}
 	_, err = s.cs.CoreV1().Events(ev.ObjectNamespace()).Patch(ctx, ev.Name, types.MergePatchType, data, metav1.PatchOptions{})
 	return true, err
+}
+
+func (s coreSink) patchShared(ctx context.Context, ev *k8sevent.Event, p sharedPatch) (objState, error) {
+	fields := map[string]any{"count": p.total, "lastTimestamp": metav1.NewTime(p.last)}
+	if p.latest {
+		fields["message"] = ev.Note
+	}
+	data, err := p.body(fields)
+	if err != nil {
+		return objState{}, err
+	}
+	got, err := s.cs.CoreV1().Events(ev.ObjectNamespace()).Patch(ctx, p.name, types.MergePatchType, data, metav1.PatchOptions{})
+	if err != nil {
+		return objState{}, err
+	}
+	stored := k8sevent.FromCoreV1(got)
+	return stateOf(&got.ObjectMeta, &stored), nil
 }
 
 // lastSeen is the latest occurrence a record states: the processor's

@@ -33,12 +33,16 @@ func (eventsSink) adapt(ev *k8sevent.Event) {
 
 func (eventsSink) occurrences(ev *k8sevent.Event) int64 { return max(ev.SeriesCount, 1) }
 
-func (s eventsSink) create(ctx context.Context, ev *k8sevent.Event) error {
+func (s eventsSink) create(ctx context.Context, ev *k8sevent.Event, annotations map[string]string) (string, error) {
 	out := ev.ToEventsV1()
 	out.DeprecatedSource, out.DeprecatedCount = corev1.EventSource{}, 0
 	out.DeprecatedFirstTimestamp, out.DeprecatedLastTimestamp = metav1.Time{}, metav1.Time{}
-	_, err := s.cs.EventsV1().Events(ev.ObjectNamespace()).Create(ctx, out, metav1.CreateOptions{})
-	return err
+	addAnnotations(&out.ObjectMeta, annotations)
+	got, err := s.cs.EventsV1().Events(ev.ObjectNamespace()).Create(ctx, out, metav1.CreateOptions{})
+	if err != nil {
+		return "", err
+	}
+	return got.ResourceVersion, nil
 }
 
 func (s eventsSink) patch(ctx context.Context, ev *k8sevent.Event) (bool, error) {
@@ -53,4 +57,19 @@ func (s eventsSink) patch(ctx context.Context, ev *k8sevent.Event) (bool, error)
 	}
 	_, err = s.cs.EventsV1().Events(ev.ObjectNamespace()).Patch(ctx, ev.Name, types.MergePatchType, data, metav1.PatchOptions{})
 	return true, err
+}
+
+func (s eventsSink) patchShared(ctx context.Context, ev *k8sevent.Event, p sharedPatch) (objState, error) {
+	data, err := p.body(map[string]any{"series": map[string]any{
+		"count": p.total, "lastObservedTime": metav1.NewMicroTime(p.last),
+	}})
+	if err != nil {
+		return objState{}, err
+	}
+	got, err := s.cs.EventsV1().Events(ev.ObjectNamespace()).Patch(ctx, p.name, types.MergePatchType, data, metav1.PatchOptions{})
+	if err != nil {
+		return objState{}, err
+	}
+	stored := k8sevent.FromEventsV1(got)
+	return stateOf(&got.ObjectMeta, &stored), nil
 }

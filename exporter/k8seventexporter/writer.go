@@ -34,6 +34,7 @@ const (
 	patchedAfter409 // create answered AlreadyExists (a retry, a restart) with a lower count: patched
 	adopted         // create answered AlreadyExists with this count already stored: nothing to send
 	stale           // older than what was written: skipped
+	adoptedSeries   // a series' first write, into the open object of its series another writer made (adopt_open_series)
 	unchanged       // the count already written: nothing to send
 )
 
@@ -45,11 +46,12 @@ const (
 // dispatcher's single writer), so the check of what an object holds and the
 // write never interleave with another write of that object.
 type writer struct {
-	cs    kubernetes.Interface
-	sink  eventSink // the chosen API's writes
-	cfg   *Config
-	mu    sync.Mutex                   // guards known; never held across an API call
-	known *simplelru.LRU[string, held] // namespace/name -> what the API server holds
+	cs     kubernetes.Interface
+	sink   eventSink // the chosen API's writes
+	cfg    *Config
+	mu     sync.Mutex                   // guards known; never held across an API call
+	known  *simplelru.LRU[string, held] // namespace/name -> what the API server holds
+	shared *adoption                    // adopt_open_series; nil: off
 }
 
 // held is what the API server holds under a name: the count, and whose
@@ -176,6 +178,9 @@ func (w *writer) write(ctx context.Context, ev *k8sevent.Event) (outcome, error)
 // writeName writes ev under its current name, or answers errNotOurs
 // (without writing) when the object there is not its own.
 func (w *writer) writeName(ctx context.Context, ev *k8sevent.Event) (outcome, error) {
+	if w.shared != nil {
+		return w.writeShared(ctx, ev)
+	}
 	key, count, own := ev.ObjectNamespace()+"/"+ev.Name, w.sink.occurrences(ev), ownerOf(ev)
 	h, ok := w.recall(key)
 	last := h.count
@@ -203,7 +208,7 @@ func (w *writer) writeName(ctx context.Context, ev *k8sevent.Event) (outcome, er
 		return patched, w.classify(err, "patch", ev)
 	}
 	// The object expired (its TTL): create it again.
-	switch err = w.sink.create(ctx, ev); {
+	switch _, err = w.sink.create(ctx, ev, nil); {
 	case err == nil:
 		w.remember(key, count, own)
 		return createdAfter404, nil
@@ -215,7 +220,7 @@ func (w *writer) writeName(ctx context.Context, ev *k8sevent.Event) (outcome, er
 
 // createOrAdopt writes an object this writer does not know.
 func (w *writer) createOrAdopt(ctx context.Context, key string, ev *k8sevent.Event, count int64) (outcome, error) {
-	err := w.sink.create(ctx, ev)
+	_, err := w.sink.create(ctx, ev, nil)
 	switch {
 	case err == nil:
 		w.remember(key, count, ownerOf(ev))

@@ -82,7 +82,7 @@ func NewTelemetryBuilder(settings component.TelemetrySettings, options ...Teleme
 	errs = errors.Join(errs, err)
 	builder.ExporterK8seventWrites, err = builder.meter.Int64Counter(
 		"otelcol_exporter_k8sevent_writes",
-		metric.WithDescription("Event writes the API server accepted, by attribute outcome: created, patched, created_after_404, patched_after_409, adopted (create answered AlreadyExists and the object already held the count: nothing sent), stale (an older record than the stored count: skipped), unchanged (the count already written: no request). [Alpha]"),
+		metric.WithDescription("Event writes the API server accepted, by attribute outcome: created, patched, created_after_404, patched_after_409, adopted (create answered AlreadyExists and the object already held the count: nothing sent), stale (an older record than the stored count: skipped), unchanged (the count already written: no request), adopted_series (a series' first write, into the open object of its series another exporter wrote: adopt_open_series). [Alpha]"),
 		metric.WithUnit("{writes}"),
 	)
 	errs = errors.Join(errs, err)

@@ -71,7 +71,7 @@ func AssertEqualExporterK8seventWriteLatency(t *testing.T, tt *componenttest.Tel
 func AssertEqualExporterK8seventWrites(t *testing.T, tt *componenttest.Telemetry, dps []metricdata.DataPoint[int64], opts ...metricdatatest.Option) {
 	want := metricdata.Metrics{
 		Name:        "otelcol_exporter_k8sevent_writes",
-		Description: "Event writes the API server accepted, by attribute outcome: created, patched, created_after_404, patched_after_409, adopted (create answered AlreadyExists and the object already held the count: nothing sent), stale (an older record than the stored count: skipped), unchanged (the count already written: no request). [Alpha]",
+		Description: "Event writes the API server accepted, by attribute outcome: created, patched, created_after_404, patched_after_409, adopted (create answered AlreadyExists and the object already held the count: nothing sent), stale (an older record than the stored count: skipped), unchanged (the count already written: no request), adopted_series (a series' first write, into the open object of its series another exporter wrote: adopt_open_series). [Alpha]",
 		Unit:        "{writes}",
 		Data: metricdata.Sum[int64]{
 			Temporality: metricdata.CumulativeTemporality,
