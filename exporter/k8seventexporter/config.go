@@ -94,8 +94,9 @@ const (
 	batchRecords = 1000
 )
 
-// lookahead is how many queued requests the lanes choose from: a flood in
-// more requests than that still delays the others.
+// lookahead is how many queued requests, merged by the batcher, the lanes
+// choose from; without batch, a flood in more requests than that still
+// delays the others.
 const lookahead = 256
 
 // stampsRequests says whether requests go through a queue, so that
