@@ -144,14 +144,10 @@ func (e *k8seventExporter) pushLogs(ctx context.Context, ld plog.Logs) error {
 	// The records enter the lanes in the queue's order (see seqGate);
 	// a push whose records were all dropped passes too.
 	stamps := e.gate.stampsOf(ld)
-	if len(stamps) > 0 && e.gate.wait(stamps[0]) {
+	if e.gate.enter(stamps) {
 		e.logger.Warn("A queued request never reached the exporter: the requests after it no longer wait for it", zap.Uint64("stamp", stamps[0]))
 	}
-	errs := e.disp.run(ctx, ps, func() {
-		for _, s := range stamps {
-			e.gate.pass(s)
-		}
-	})
+	errs := e.disp.run(ctx, ps, func() { e.gate.leave(stamps) })
 	var first error
 	failed := map[[3]int]bool{}
 	permanent := true

@@ -81,6 +81,23 @@ func (g *seqGate) wait(s uint64) (skipped bool) {
 	return false
 }
 
+// enter waits until every stamp below a push's stamps has passed: those of
+// the requests merged into it are consecutive, so below the lowest. It
+// answers wait's skipped; no stamps: never waits.
+func (g *seqGate) enter(stamps []uint64) (skipped bool) {
+	if len(stamps) == 0 {
+		return false
+	}
+	return g.wait(stamps[0])
+}
+
+// leave passes a push's stamps once its records are in the lanes.
+func (g *seqGate) leave(stamps []uint64) {
+	for _, s := range stamps {
+		g.pass(s)
+	}
+}
+
 func maxTime(a, b time.Time) time.Time {
 	if a.After(b) {
 		return a

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/config/configretry"
+	"go.opentelemetry.io/collector/pdata/plog"
 	pdatareq "go.opentelemetry.io/collector/pdata/xpdata/request"
 
 	"github.com/k8sevents/otel-k8sevents/internal/k8sevent"
@@ -198,6 +199,44 @@ func TestDispatcherHandsBackWhatItCannotWrite(t *testing.T) {
 	late := d.run(context.Background(), []*pending{pendingIn("shop", "late")}, func() {})
 	assert.Equal(t, []error{errStopping}, late)
 	assert.Equal(t, []string{"fine"}, wrote)
+}
+
+// TestSeqGateAdmitsMergedRequestsInOrder: the batcher merged requests 1-2
+// into one push and 3-5 into another; the later push, started first,
+// enters the lanes only after the earlier one left.
+func TestSeqGateAdmitsMergedRequestsInOrder(t *testing.T) {
+	g := newSeqGate()
+	merged := func(from, to uint64) plog.Logs {
+		out := plog.NewLogs()
+		for s := from; s <= to; s++ {
+			ld := encodeLogs(record(fmt.Sprintf("web-1.m%d", s), k8sevent.StateSingleton, 1, t0))
+			g.stamp(ld, g.issue())
+			ld.ResourceLogs().MoveAndAppendTo(out.ResourceLogs())
+		}
+		return out
+	}
+	first, second := merged(1, 2), merged(3, 5)
+	var mu sync.Mutex
+	var order []string
+	push := func(name string, ld plog.Logs) {
+		stamps := g.stampsOf(ld)
+		assert.False(t, g.enter(stamps), "%s: no stamp given up", name)
+		mu.Lock()
+		order = append(order, name)
+		mu.Unlock()
+		g.leave(stamps)
+	}
+	ready, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		close(ready)
+		push("second", second)
+	}()
+	<-ready
+	push("first", first)
+	<-done
+	assert.Equal(t, []string{"first", "second"}, order)
+	assert.False(t, g.wait(g.issue()), "every stamp passed")
 }
 
 // TestStampSurvivesThePersistentQueue: the stamp rides in the request's
