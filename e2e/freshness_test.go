@@ -16,6 +16,7 @@ import (
 	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes"
 
 	"github.com/k8sevents/otel-k8sevents/internal/harness/kubetest"
 	"github.com/k8sevents/otel-k8sevents/internal/harness/stormsend"
@@ -63,7 +64,13 @@ service:
   pipelines: {logs: {receivers: [otlp], processors: [eventseries], exporters: [k8sevents]}}
 `, grpcAddr, srv.Kubeconfig(b)))
 
-	w, err := cs.EventsV1().Events(ns).Watch(ctx, metav1.ListOptions{})
+	// The harness clients time a request out after 30 s, which ends a watch
+	// silently: this one has no timeout, and await fails if it ends.
+	wcfg := srv.RESTConfig()
+	wcfg.Timeout = 0
+	wcs, err := kubernetes.NewForConfig(wcfg)
+	require.NoError(b, err)
+	w, err := wcs.EventsV1().Events(ns).Watch(ctx, metav1.ListOptions{})
 	require.NoError(b, err)
 	defer w.Stop()
 	seen := newVisibility()
@@ -103,6 +110,7 @@ type visibility struct {
 	mu      sync.Mutex
 	changed *sync.Cond
 	at      map[[2]string]time.Time // pod, count
+	ended   bool                    // the watch closed
 }
 
 func newVisibility() *visibility {
@@ -126,6 +134,10 @@ func (v *visibility) follow(ch <-chan watch.Event) {
 		v.changed.Broadcast()
 		v.mu.Unlock()
 	}
+	v.mu.Lock()
+	v.ended = true
+	v.changed.Broadcast()
+	v.mu.Unlock()
 }
 
 // await waits until pod's Event shows count, up to ctx's deadline.
@@ -141,6 +153,9 @@ func (v *visibility) await(ctx context.Context, b *testing.B, pod string, count 
 		}
 		if ctx.Err() != nil {
 			b.Fatalf("%s never showed count %d", pod, count)
+		}
+		if v.ended {
+			b.Fatalf("the watch ended before %s showed count %d", pod, count)
 		}
 		v.changed.Wait()
 	}

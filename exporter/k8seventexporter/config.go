@@ -85,19 +85,37 @@ func defaultQueue() exporterhelper.QueueBatchConfig {
 	q.BlockOnOverflow = true
 	q.Sizer = exporterhelper.RequestSizerTypeBytes
 	q.QueueSize = defaultQueueBytes
+	// Merging what arrives within batchFlush (up to batchRecords) lets the
+	// lookahead see a flood sent one record per request as a few requests,
+	// so another namespace's record reaches its lane within batchFlush
+	// instead of behind every request queued before it. No max_size: a
+	// request is never split, so each merged request holds whole requests,
+	// consecutive in the queue, and their stamps keep the queue's order
+	// (seqGate).
+	q.Batch = configoptional.Some(exporterhelper.BatchConfig{
+		FlushTimeout: batchFlush,
+		Sizer:        exporterhelper.RequestSizerTypeItems,
+		MinSize:      batchRecords,
+	})
 	return q
 }
 
-// lookahead is how many queued requests the lanes choose from: a flood in
-// more requests than that still delays the others.
+// batchFlush and batchRecords shape the default sending_queue::batch.
+const (
+	batchFlush   = 200 * time.Millisecond
+	batchRecords = 1000
+)
+
+// lookahead is how many queued requests, merged by the batcher, the lanes
+// choose from; without batch, a flood in more requests than that still
+// delays the others.
 const lookahead = 256
 
-// stampsRequests says whether requests go through a queue whole (no
-// batching: a merged request would carry one stamp of several), so that
-// requests dispatched at once can be put back in their queue order
-// (seqGate).
+// stampsRequests says whether requests go through a queue, so that
+// requests dispatched at once, merged or not, can be put back in their
+// queue order (seqGate).
 func (cfg *Config) stampsRequests() bool {
-	return cfg.Queue.HasValue() && !cfg.Queue.Get().Batch.HasValue()
+	return cfg.Queue.HasValue()
 }
 
 // defaultQueueBytes holds about 20,000 ordinary Event records (about 1.5 KB

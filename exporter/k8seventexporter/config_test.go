@@ -25,6 +25,8 @@ func TestLoadConfig(t *testing.T) {
 	require.NoError(t, def.Validate())
 	assert.Equal(t, lookahead, def.Queue.Get().NumConsumers, "the lanes choose among this many dispatched requests")
 	assert.True(t, def.Queue.Get().BlockOnOverflow, "a refused batch would be retried upstream and counted twice by the processor")
+	require.True(t, def.Queue.Get().Batch.HasValue(), "single-record requests are merged for the lookahead")
+	assert.Zero(t, def.Queue.Get().Batch.Get().MaxSize, "a request is never split: its stamp keeps it whole")
 
 	got := loadConfig(t, "k8sevents/all")
 	require.NoError(t, got.Validate())
@@ -46,6 +48,7 @@ func TestLoadConfig(t *testing.T) {
 	storage := component.MustNewIDWithName("file_storage", "queue")
 	assert.Equal(t, &storage, got.Queue.Get().StorageID)
 	assert.Equal(t, int64(5000), got.Queue.Get().QueueSize)
+	assert.False(t, got.Queue.Get().Batch.HasValue(), "batch: {enabled: false} turns merging off")
 }
 
 func TestValidateNamesEveryBadKey(t *testing.T) {

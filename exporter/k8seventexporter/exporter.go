@@ -100,7 +100,7 @@ func (e *k8seventExporter) shutdown(context.Context) error {
 type orderedLogs struct {
 	exporter.Logs
 	e     *k8seventExporter
-	stamp bool       // requests reach the push whole (no batching)
+	stamp bool       // requests go through a queue
 	mu    sync.Mutex // stamps follow the order requests enter the queue
 }
 
@@ -110,7 +110,8 @@ func (o *orderedLogs) ConsumeLogs(ctx context.Context, ld plog.Logs) error {
 	}
 	o.mu.Lock()
 	s := o.e.gate.issue()
-	err := o.Logs.ConsumeLogs(o.e.gate.stamp(ctx, s), ld)
+	o.e.gate.stamp(ld, s)
+	err := o.Logs.ConsumeLogs(ctx, ld)
 	o.mu.Unlock()
 	if err != nil {
 		o.e.gate.pass(s) // not queued: nothing waits for it
@@ -146,11 +147,11 @@ func (e *k8seventExporter) pushLogs(ctx context.Context, ld plog.Logs) error {
 	}
 	// The records enter the lanes in the queue's order (see seqGate);
 	// a push whose records were all dropped passes too.
-	stamp := e.gate.stampOf(ctx)
-	if e.gate.wait(stamp) {
-		e.logger.Warn("A queued request never reached the exporter: the requests after it no longer wait for it", zap.Uint64("stamp", stamp))
+	stamps := e.gate.stampsOf(ld)
+	if e.gate.enter(stamps) {
+		e.logger.Warn("A queued request never reached the exporter: the requests after it no longer wait for it", zap.Uint64("stamp", stamps[0]))
 	}
-	errs := e.disp.run(ctx, ps, func() { e.gate.pass(stamp) })
+	errs := e.disp.run(ctx, ps, func() { e.gate.leave(stamps) })
 	var first error
 	failed := map[[3]int]bool{}
 	permanent := true

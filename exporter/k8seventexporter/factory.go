@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"go.opentelemetry.io/collector/component"
+	"go.opentelemetry.io/collector/consumer"
 	"go.opentelemetry.io/collector/exporter"
 	"go.opentelemetry.io/collector/exporter/exporterhelper"
 	"go.opentelemetry.io/collector/exporter/xexporter"
@@ -42,6 +43,8 @@ func createLogs(ctx context.Context, set exporter.Settings, cfg component.Config
 		exporterhelper.WithTimeout(exporterhelper.TimeoutConfig{}),
 		exporterhelper.WithRetry(c.BackOff),
 		exporterhelper.WithQueue(c.Queue),
+		// The batcher merges requests, and ConsumeLogs stamps them (seqGate).
+		exporterhelper.WithCapabilities(consumer.Capabilities{MutatesData: true}),
 	)
 	if err != nil {
 		return nil, err

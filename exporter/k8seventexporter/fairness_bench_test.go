@@ -27,12 +27,13 @@ const (
 
 // BenchmarkFairnessFloodDelay measures what issue 11 item 5 describes: the
 // factory-built exporter with its defaults (QPS 20, burst 50, in-memory
-// queue, lookahead of 256 requests) is handed floodRecords distinct valid
+// queue with batch, lookahead of 256 requests) is handed floodRecords distinct valid
 // records in namespace shop, then one record in namespace other. Reported:
 // how long until the other namespace's Event is visible on the API server
 // (delay-s), and how many flood records were written before it. The flood
 // comes in requests of 100 records (a processor batch: all within the
-// lookahead), or of one (more requests than the lookahead: its limit).
+// lookahead), or of one (more requests than the lookahead: the default
+// sending_queue::batch merges them; without it, the lookahead's limit).
 //
 //	go test -run XXX -bench BenchmarkFairnessFloodDelay -benchtime 1x ./exporter/k8seventexporter/
 func BenchmarkFairnessFloodDelay(b *testing.B) {

@@ -1,14 +1,14 @@
 package k8seventexporter // import "github.com/k8sevents/otel-k8sevents/exporter/k8seventexporter"
 
 import (
-	"context"
 	"math/rand/v2"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
 
-	"go.opentelemetry.io/collector/client"
+	"go.opentelemetry.io/collector/pdata/plog"
 )
 
 // gateMaxWait bounds how long a push waits for an earlier stamp that has
@@ -21,9 +21,10 @@ const gateMaxWait = 10 * time.Second
 // ConsumeLogs stamps each request (issue) in the order it enters the queue,
 // and a push adds its records to the lanes only once every request stamped
 // before it did (wait, then pass) or will not come (pass by the issuer).
-// The stamp rides in the request's client metadata, which both the
-// in-memory and the persistent queue keep. Requests without a stamp of
-// this run (restored from a persistent queue after a restart) pass at once.
+// A push of requests the batcher merged carries their stamps, consecutive
+// ones: it waits for the lowest and passes them all. The stamp rides in the
+// request's resources (stampKey). Requests without a stamp of this run
+// (restored from a persistent queue after a restart) pass at once.
 type seqGate struct {
 	run   string // this exporter's run: stamps of another run are ignored
 	mu    sync.Mutex
@@ -80,6 +81,23 @@ func (g *seqGate) wait(s uint64) (skipped bool) {
 	return false
 }
 
+// enter waits until every stamp below a push's stamps has passed: those of
+// the requests merged into it are consecutive, so below the lowest. It
+// answers wait's skipped; no stamps: never waits.
+func (g *seqGate) enter(stamps []uint64) (skipped bool) {
+	if len(stamps) == 0 {
+		return false
+	}
+	return g.wait(stamps[0])
+}
+
+// leave passes a push's stamps once its records are in the lanes.
+func (g *seqGate) leave(stamps []uint64) {
+	for _, s := range stamps {
+		g.pass(s)
+	}
+}
+
 func maxTime(a, b time.Time) time.Time {
 	if a.After(b) {
 		return a
@@ -120,35 +138,47 @@ func (g *seqGate) stop() {
 	g.cond.Broadcast()
 }
 
-// stampKey is the client metadata key of a request's stamp.
-const stampKey = "k8sevent-exporter-order"
+// stampKey is the resource attribute that carries a request's stamp. It
+// rides in the data, which both queues keep, and survives the batcher's
+// merge: each merged request keeps its own resources. The record contract
+// has no such key, so decoding ignores it.
+const stampKey = "k8sevents.exporter.order"
 
-// stamp carries s in the request's client metadata (kept with the rest of
-// the caller's), which the queues keep up to the push.
-func (g *seqGate) stamp(ctx context.Context, s uint64) context.Context {
-	info := client.FromContext(ctx)
-	md := map[string][]string{}
-	for k := range info.Metadata.Keys() {
-		md[k] = info.Metadata.Get(k)
+// stamp writes s on every resource of ld, the request entering the queue
+// (the exporter declares that it mutates its input).
+func (g *seqGate) stamp(ld plog.Logs, s uint64) {
+	v := g.run + "/" + strconv.FormatUint(s, 10)
+	rls := ld.ResourceLogs()
+	for i := range rls.Len() {
+		rls.At(i).Resource().Attributes().PutStr(stampKey, v)
 	}
-	md[stampKey] = []string{g.run + "/" + strconv.FormatUint(s, 10)}
-	info.Metadata = client.NewMetadata(md)
-	return client.NewContext(ctx, info)
 }
 
-// stampOf is a request's stamp of this run, else 0.
-func (g *seqGate) stampOf(ctx context.Context) uint64 {
-	vals := client.FromContext(ctx).Metadata.Get(stampKey)
-	if len(vals) != 1 {
-		return 0
+// stampsOf returns the stamps of this run that ld carries, lowest first:
+// one per request merged into it; none for requests of another run
+// (restored from a persistent queue after a restart).
+func (g *seqGate) stampsOf(ld plog.Logs) []uint64 {
+	var out []uint64
+	rls := ld.ResourceLogs()
+	for i := range rls.Len() {
+		v, ok := rls.At(i).Resource().Attributes().Get(stampKey)
+		if !ok {
+			continue
+		}
+		if s, ok := g.parse(v.Str()); ok {
+			out = append(out, s)
+		}
 	}
-	run, n, ok := strings.Cut(vals[0], "/")
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// parse reads a stamp of this run, else false.
+func (g *seqGate) parse(v string) (uint64, bool) {
+	run, n, ok := strings.Cut(v, "/")
 	if !ok || run != g.run {
-		return 0
+		return 0, false
 	}
 	s, err := strconv.ParseUint(n, 10, 64)
-	if err != nil {
-		return 0
-	}
-	return s
+	return s, err == nil && s != 0
 }

@@ -10,10 +10,11 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"go.opentelemetry.io/collector/client"
 	"go.opentelemetry.io/collector/config/configretry"
 	"go.opentelemetry.io/collector/pdata/plog"
 	pdatareq "go.opentelemetry.io/collector/pdata/xpdata/request"
+
+	"github.com/k8sevents/otel-k8sevents/internal/k8sevent"
 )
 
 func pendingIn(ns, name string) *pending {
@@ -200,19 +201,70 @@ func TestDispatcherHandsBackWhatItCannotWrite(t *testing.T) {
 	assert.Equal(t, []string{"fine"}, wrote)
 }
 
-// TestStampSurvivesThePersistentQueue: the stamp rides in the client
-// metadata, which the persistent queue stores with the request (the
-// encoding exporterhelper uses), next to the caller's own; a stamp of
-// another run (restored after a restart) is none.
+// TestSeqGateAdmitsMergedRequestsInOrder: the batcher merged requests 1-2
+// into one push and 3-5 into another; the later push, started first,
+// enters the lanes only after the earlier one left.
+func TestSeqGateAdmitsMergedRequestsInOrder(t *testing.T) {
+	g := newSeqGate()
+	merged := func(from, to uint64) plog.Logs {
+		out := plog.NewLogs()
+		for s := from; s <= to; s++ {
+			ld := encodeLogs(record(fmt.Sprintf("web-1.m%d", s), k8sevent.StateSingleton, 1, t0))
+			g.stamp(ld, g.issue())
+			ld.ResourceLogs().MoveAndAppendTo(out.ResourceLogs())
+		}
+		return out
+	}
+	first, second := merged(1, 2), merged(3, 5)
+	var mu sync.Mutex
+	var order []string
+	push := func(name string, ld plog.Logs) {
+		stamps := g.stampsOf(ld)
+		assert.False(t, g.enter(stamps), "%s: no stamp given up", name)
+		mu.Lock()
+		order = append(order, name)
+		mu.Unlock()
+		g.leave(stamps)
+	}
+	ready, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		close(ready)
+		push("second", second)
+	}()
+	<-ready
+	push("first", first)
+	<-done
+	assert.Equal(t, []string{"first", "second"}, order)
+	assert.False(t, g.wait(g.issue()), "every stamp passed")
+}
+
+// TestStampSurvivesThePersistentQueue: the stamp rides in the request's
+// resources, which the persistent queue stores (the encoding exporterhelper
+// uses) and the batcher's merge keeps (one stamp per merged request); a
+// stamp of another run (restored after a restart) is none, and a stamped
+// record decodes as before.
 func TestStampSurvivesThePersistentQueue(t *testing.T) {
 	g := newSeqGate()
-	caller := client.NewContext(context.Background(), client.Info{Metadata: client.NewMetadata(map[string][]string{"tenant": {"a"}})})
-	buf, err := pdatareq.MarshalLogs(g.stamp(caller, 42), plog.NewLogs())
+	ev := record("web-1.stamped", k8sevent.StateSingleton, 1, t0)
+	ld := encodeLogs(ev)
+	g.stamp(ld, 42)
+	buf, err := pdatareq.MarshalLogs(context.Background(), ld)
 	require.NoError(t, err)
-	restored, _, err := pdatareq.UnmarshalLogs(buf)
+	_, restored, err := pdatareq.UnmarshalLogs(buf)
 	require.NoError(t, err)
-	assert.Equal(t, uint64(42), g.stampOf(restored))
-	assert.Equal(t, []string{"a"}, client.FromContext(restored).Metadata.Get("tenant"), "the caller's metadata is kept")
-	assert.Zero(t, newSeqGate().stampOf(restored), "another run's stamp")
-	assert.Zero(t, g.stampOf(context.Background()))
+	assert.Equal(t, []uint64{42}, g.stampsOf(restored))
+	assert.Empty(t, newSeqGate().stampsOf(restored), "another run's stamp")
+	assert.Empty(t, g.stampsOf(encodeLogs(ev)), "no stamp")
+	rl := restored.ResourceLogs().At(0)
+	got, _, found := k8sevent.Decode(rl.Resource(), rl.ScopeLogs().At(0).LogRecords().At(0), k8sevent.DecodeOptions{})
+	require.True(t, found)
+	assert.Equal(t, ev.Name, got.Name)
+	assert.Equal(t, ev.Regarding, got.Regarding)
+
+	// Merged as the batcher merges: the resources move, each keeps its stamp.
+	later := encodeLogs(record("web-1.later", k8sevent.StateSingleton, 1, t0), record("web-1.later2", k8sevent.StateSingleton, 1, t0))
+	g.stamp(later, 43)
+	later.ResourceLogs().MoveAndAppendTo(restored.ResourceLogs())
+	assert.Equal(t, []uint64{42, 43}, g.stampsOf(restored))
 }
