@@ -16,7 +16,6 @@ import (
 	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
-	"k8s.io/client-go/kubernetes"
 
 	"github.com/k8sevents/otel-k8sevents/internal/harness/kubetest"
 	"github.com/k8sevents/otel-k8sevents/internal/harness/stormsend"
@@ -66,11 +65,7 @@ service:
 
 	// The harness clients time a request out after 30 s, which ends a watch
 	// silently: this one has no timeout, and await fails if it ends.
-	wcfg := srv.RESTConfig()
-	wcfg.Timeout = 0
-	wcs, err := kubernetes.NewForConfig(wcfg)
-	require.NoError(b, err)
-	w, err := wcs.EventsV1().Events(ns).Watch(ctx, metav1.ListOptions{})
+	w, err := srv.WatchClientset(b).EventsV1().Events(ns).Watch(ctx, metav1.ListOptions{})
 	require.NoError(b, err)
 	defer w.Stop()
 	seen := newVisibility()

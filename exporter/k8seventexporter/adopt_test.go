@@ -69,7 +69,7 @@ type countWatch struct {
 
 func watchCounts(t *testing.T, r *rig, pod string) *countWatch {
 	t.Helper()
-	w, err := r.srv.Clientset().CoreV1().Events("shop").Watch(context.Background(),
+	w, err := r.srv.WatchClientset(t).CoreV1().Events("shop").Watch(context.Background(),
 		metav1.ListOptions{FieldSelector: "involvedObject.name=" + pod})
 	require.NoError(t, err)
 	cw := &countWatch{seen: map[string][]int64{}, done: make(chan struct{})}

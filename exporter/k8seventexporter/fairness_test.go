@@ -13,7 +13,6 @@ import (
 	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
-	"k8s.io/client-go/kubernetes"
 
 	"github.com/k8sevents/otel-k8sevents/internal/harness/faultproxy"
 	"github.com/k8sevents/otel-k8sevents/internal/k8sevent"
@@ -33,16 +32,12 @@ type writeLog struct {
 	ended bool // the watch closed: writes after that are missing
 }
 
-// watchWrites watches with a client without the harness clients' 30 s
-// request timeout, which would end the watch silently (BenchmarkFreshness
-// once waited 5 minutes for a write its watch had stopped seeing).
+// watchWrites watches with kubetest's WatchClientset: the harness clients'
+// 30 s request timeout would end the watch silently (BenchmarkFreshness once
+// waited 5 minutes for a write its watch had stopped seeing).
 func (r *rig) watchWrites(t *testing.T) *writeLog {
 	t.Helper()
-	cfg := r.srv.RESTConfig()
-	cfg.Timeout = 0
-	cs, err := kubernetes.NewForConfig(cfg)
-	require.NoError(t, err)
-	w, err := cs.EventsV1().Events(metav1.NamespaceAll).Watch(context.Background(), metav1.ListOptions{})
+	w, err := r.srv.WatchClientset(t).EventsV1().Events(metav1.NamespaceAll).Watch(context.Background(), metav1.ListOptions{})
 	require.NoError(t, err)
 	t.Cleanup(w.Stop)
 	log := &writeLog{}

@@ -108,7 +108,7 @@ func TestFaultCreateAfterPatch404IsACreate(t *testing.T) {
 func TestFaultConcurrentWritesOfOneObject(t *testing.T) {
 	r := newRig(t)
 	const name, writers, each = "web-1.contended", 4, 10
-	w, err := r.srv.Clientset().EventsV1().Events("shop").Watch(context.Background(),
+	w, err := r.srv.WatchClientset(t).EventsV1().Events("shop").Watch(context.Background(),
 		metav1.ListOptions{FieldSelector: "metadata.name=" + name})
 	require.NoError(t, err)
 	defer w.Stop()

@@ -55,7 +55,7 @@ func TestHostileNamingAnotherEvent(t *testing.T) {
 			r := newRig(t)
 			const victim = "web-1.kubelet-backoff"
 			before := r.kubeletEvent(t, victim)
-			w, err := r.srv.Clientset().CoreV1().Events("shop").Watch(context.Background(), metav1.ListOptions{})
+			w, err := r.srv.WatchClientset(t).CoreV1().Events("shop").Watch(context.Background(), metav1.ListOptions{})
 			require.NoError(t, err)
 			defer w.Stop()
 

@@ -136,6 +136,21 @@ func (s *Server) RESTConfig() *rest.Config { return s.c.RESTConfig() }
 // limiting is relaxed (QPS 100, burst 200).
 func (s *Server) RESTConfigFor(token string) *rest.Config { return s.c.RESTConfigFor(token) }
 
+// WatchClientset returns an admin clientset without the 30 s client timeout
+// of Clientset, which would end a watch after 30 s with nothing but a closed
+// channel: a test that watches longer than that would assert on half a
+// history. Use it for watches only.
+func (s *Server) WatchClientset(t testing.TB) *kubernetes.Clientset {
+	t.Helper()
+	cfg := s.RESTConfig()
+	cfg.Timeout = 0
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatalf("kubetest: watch clientset: %v", err)
+	}
+	return cs
+}
+
 // Clientset returns a clientset for the admin token. It is shared between
 // callers and keeps working across StopAPIServer/StartAPIServer.
 func (s *Server) Clientset() *kubernetes.Clientset {
