@@ -12,25 +12,24 @@ import "errors"
 // adding costs no allocation, where simplelru allocated a list element
 // per entry.
 type lru[V any] struct {
-	size           int
-	index          map[string]int32
-	slots          []lruSlot[V]
-	free           int32 // first free slot, the others linked by older; -1: none
-	newest, oldest int32 // -1 when empty
-	onEvict        func(key string, v V)
+	size    int
+	index   map[string]int32
+	slots   []lruSlot[V]
+	order   order // of the slots
+	free    int32 // first free slot, the others linked by their older; -1: none
+	onEvict func(key string, v V)
 }
 
 type lruSlot[V any] struct {
-	key          string
-	val          V
-	newer, older int32 // -1: none
+	key string
+	val V
 }
 
 func newLRU[V any](size int, onEvict func(key string, v V)) (*lru[V], error) {
 	if size <= 0 {
 		return nil, errors.New("must provide a positive size")
 	}
-	return &lru[V]{size: size, index: make(map[string]int32), free: -1, newest: -1, oldest: -1, onEvict: onEvict}, nil
+	return &lru[V]{size: size, index: make(map[string]int32), order: newOrder(0), free: -1, onEvict: onEvict}, nil
 }
 
 // Len is the number of entries.
@@ -42,7 +41,7 @@ func (c *lru[V]) Get(key string) (v V, ok bool) {
 	if !ok {
 		return v, false
 	}
-	c.touch(s)
+	c.order.touch(s)
 	return c.slots[s].val, true
 }
 
@@ -60,22 +59,23 @@ func (c *lru[V]) Peek(key string) (v V, ok bool) {
 // pushed out.
 func (c *lru[V]) Add(key string, v V) (evicted bool) {
 	if s, ok := c.index[key]; ok {
-		c.touch(s)
+		c.order.touch(s)
 		c.slots[s].val = v
 		return false
 	}
 	s := c.free
 	if s >= 0 {
-		c.free = c.slots[s].older
+		c.free = c.order.links[s].older
 	} else {
 		s = int32(len(c.slots))
 		c.slots = append(c.slots, lruSlot[V]{})
+		c.order.links = append(c.order.links, link{})
 	}
 	c.slots[s] = lruSlot[V]{key: key, val: v}
-	c.linkNewest(s)
+	c.order.linkNewest(s)
 	c.index[key] = s
 	if len(c.index) > c.size {
-		c.remove(c.oldest)
+		c.remove(c.order.oldest)
 		return true
 	}
 	return false
@@ -95,7 +95,7 @@ func (c *lru[V]) Remove(key string) bool {
 func (c *lru[V]) Resize(size int) (evicted int) {
 	evicted = max(len(c.index)-size, 0)
 	for range evicted {
-		c.remove(c.oldest)
+		c.remove(c.order.oldest)
 	}
 	c.size = size
 	return evicted
@@ -104,7 +104,7 @@ func (c *lru[V]) Resize(size int) (evicted int) {
 // Keys lists the keys, least recently used first.
 func (c *lru[V]) Keys() []string {
 	keys := make([]string, 0, len(c.index))
-	for s := c.oldest; s >= 0; s = c.slots[s].newer {
+	for s := c.order.oldest; s >= 0; s = c.order.links[s].newer {
 		keys = append(keys, c.slots[s].key)
 	}
 	return keys
@@ -113,7 +113,7 @@ func (c *lru[V]) Keys() []string {
 // Values lists the values, least recently used first.
 func (c *lru[V]) Values() []V {
 	values := make([]V, 0, len(c.index))
-	for s := c.oldest; s >= 0; s = c.slots[s].newer {
+	for s := c.order.oldest; s >= 0; s = c.order.links[s].newer {
 		values = append(values, c.slots[s].val)
 	}
 	return values
@@ -121,45 +121,13 @@ func (c *lru[V]) Values() []V {
 
 // remove takes slot s out, frees it and calls onEvict.
 func (c *lru[V]) remove(s int32) {
-	c.unlink(s)
+	c.order.unlink(s)
 	sl := &c.slots[s]
 	key, v := sl.key, sl.val
 	delete(c.index, key)
-	*sl = lruSlot[V]{older: c.free} // holds no key or value for the garbage collector to keep
-	c.free = s
+	*sl = lruSlot[V]{} // holds no key or value for the garbage collector to keep
+	c.order.links[s].older, c.free = c.free, s
 	if c.onEvict != nil {
 		c.onEvict(key, v)
 	}
-}
-
-func (c *lru[V]) touch(s int32) {
-	if s != c.newest {
-		c.unlink(s)
-		c.linkNewest(s)
-	}
-}
-
-func (c *lru[V]) unlink(s int32) {
-	sl := &c.slots[s]
-	if sl.newer >= 0 {
-		c.slots[sl.newer].older = sl.older
-	} else {
-		c.newest = sl.older
-	}
-	if sl.older >= 0 {
-		c.slots[sl.older].newer = sl.newer
-	} else {
-		c.oldest = sl.newer
-	}
-}
-
-func (c *lru[V]) linkNewest(s int32) {
-	sl := &c.slots[s]
-	sl.newer, sl.older = -1, c.newest
-	if c.newest >= 0 {
-		c.slots[c.newest].newer = s
-	} else {
-		c.oldest = s
-	}
-	c.newest = s
 }
