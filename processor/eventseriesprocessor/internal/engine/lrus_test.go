@@ -125,3 +125,22 @@ func TestTotalTableIsAnLRU(t *testing.T) {
 	require.Equal(t, want.Keys(), order, "least recently seen first")
 	require.False(t, table.add(order[0], total{}), "a held hash is not added twice")
 }
+
+// A state pushed out is reused only from the next call on (until then a
+// caller may still hold it, as Flush holds its list), and emptied first.
+func TestPoolReusesOnlyAfterTheCall(t *testing.T) {
+	p := pool[state]{empty: emptyState}
+	out := &state{name: "pushed-out", count: 3}
+	p.put(out)
+	fresh := p.get()
+	require.NotSame(t, out, fresh, "not within the call that pushed it out")
+	require.Equal(t, "pushed-out", out.name, "untouched while the call may use it")
+	p.settle()
+	require.Same(t, out, p.get(), "reused once the call is over")
+	require.Equal(t, state{}, *out, "emptied")
+	for range 2 * poolMax {
+		p.put(&state{})
+	}
+	p.settle()
+	require.Len(t, p.free, poolMax, "what a pool keeps is bounded")
+}
