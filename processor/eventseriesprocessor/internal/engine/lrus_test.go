@@ -15,6 +15,14 @@ import (
 // engine's retire makes), the same order of keys and values, under random
 // gets, peeks, adds of new and held keys, removals and resizes.
 func TestLRUIsSimpleLRU(t *testing.T) {
+	t.Run("hash", func(t *testing.T) { testLRUIsSimpleLRU(t, nil) })
+	// Keys sharing hashes: long chains, removals in their middle.
+	t.Run("colliding", func(t *testing.T) {
+		testLRUIsSimpleLRU(t, func(k string) uint64 { return uint64(len(k) + int(k[len(k)-1])%3) })
+	})
+}
+
+func testLRUIsSimpleLRU(t *testing.T, hash func(string) uint64) {
 	rng := rand.New(rand.NewPCG(5, 6))
 	var gotEvicted, wantEvicted []string
 	var got *lru[int]
@@ -25,6 +33,9 @@ func TestLRUIsSimpleLRU(t *testing.T) {
 			got.Remove("k" + strconv.Itoa(v%100)) // a cache used from its own callback
 		}
 	})
+	if hash != nil {
+		got.hash = hash
+	}
 	want, _ = simplelru.NewLRU(40, func(k string, v int) {
 		wantEvicted = append(wantEvicted, k+"="+strconv.Itoa(v))
 		if v%7 == 0 {
