@@ -28,6 +28,7 @@ lint:
 bench: apiserver otelcol
 	$(GO) test -run XXX -bench 'ConsumeLogs|Churn' -benchtime 1s -count 3 ./processor/eventseriesprocessor/
 	$(GO) test -run XXX -bench RetainedHeap -benchtime 2x ./processor/eventseriesprocessor/
+	$(GO) test -run XXX -bench BenchmarkEngine -benchtime 1s -count 3 ./processor/eventseriesprocessor/internal/engine/
 	$(GO) test -run 'TestWriteCountReport|TestSpamFilterReport' -count=1 -v ./processor/eventseriesprocessor/ | grep '^ *|'
 	$(GO) test -run XXX -bench BenchmarkReceiverMemoryVsStoredEvents -benchtime 1x -timeout 20m ./receiver/k8seventsreceiver/
 	cd recorder && $(GO) test -run XXX -bench Eventf -benchtime 100000x -count 3 .

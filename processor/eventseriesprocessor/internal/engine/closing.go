@@ -95,4 +95,5 @@ func (e *Engine) evicted(_ string, st *state) {
 	if st.inBucket {
 		e.release(st, nil)
 	}
+	e.statePool.put(st)
 }

@@ -10,8 +10,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/hashicorp/golang-lru/v2/simplelru"
-
 	"github.com/k8sevents/otel-k8sevents/internal/k8sevent"
 )
 
@@ -129,9 +127,9 @@ type Engine struct {
 	cfg        Config
 	series     layout // how a series (or legacy event) key is read from an Event
 	spamLayout layout // how a spam-filter key is read from an Event
-	states     *simplelru.LRU[string, *state]
-	aggs       *simplelru.LRU[string, *aggregate]
-	spam       *simplelru.LRU[string, *bucket]
+	states     *lru[*state]
+	aggs       *lru[*aggregate]
+	spam       *lru[*bucket]
 	totals     *totalTable
 	forgot     horizon   // of the objects the totals cache forgot
 	filter     forgotten // which objects it forgot, for a while
@@ -144,12 +142,17 @@ type Engine struct {
 	snapSize   int    // of the last snapshot
 	out        []Emission
 	pending    int // emissions of a restore, returned by the next call
+	statePool  pool[state]
+	bucketPool pool[bucket]
+	aggPool    pool[aggregate]
 	Stats      Stats
 }
 
 // New makes an engine; cfg must be valid.
 func New(cfg Config) (*Engine, error) {
-	e := &Engine{cfg: cfg, series: seriesLayout(cfg.KeyIncludesResourceVersion)}
+	e := &Engine{cfg: cfg, series: seriesLayout(cfg.KeyIncludesResourceVersion),
+		statePool: pool[state]{empty: emptyState}, bucketPool: pool[bucket]{empty: emptyBucket},
+		aggPool: pool[aggregate]{empty: emptyAggregate}}
 	var spamFields []field
 	for _, part := range cfg.SpamKey {
 		switch part {
@@ -175,13 +178,13 @@ func New(cfg Config) (*Engine, error) {
 // reset empties the caches and the clock, as New leaves them; Stats stay.
 func (e *Engine) reset() error {
 	var err error
-	if e.states, err = simplelru.NewLRU(e.cfg.MaxKeys, e.evicted); err != nil {
+	if e.states, err = newLRU(e.cfg.MaxKeys, e.evicted); err != nil {
 		return err
 	}
-	if e.aggs, err = simplelru.NewLRU[string, *aggregate](e.cfg.MaxKeys, nil); err != nil {
+	if e.aggs, err = newLRU(e.cfg.MaxKeys, func(_ string, a *aggregate) { e.aggPool.put(a) }); err != nil {
 		return err
 	}
-	if e.spam, err = simplelru.NewLRU[string, *bucket](e.cfg.MaxKeys, nil); err != nil {
+	if e.spam, err = newLRU(e.cfg.MaxKeys, func(_ string, b *bucket) { e.bucketPool.put(b) }); err != nil {
 		return err
 	}
 	e.totals = newTotalTable(e.cfg.MaxKeys, e.forget)
@@ -218,9 +221,13 @@ func (e *Engine) Advance(now int64) []Emission {
 	return e.out
 }
 
-// begin starts the emissions of a call: those a restore left, if any.
+// begin starts the emissions of a call: those a restore left, if any. What
+// the caches pushed out in earlier calls is free for reuse.
 func (e *Engine) begin() {
 	e.out, e.pending = e.out[:e.pending], 0
+	e.statePool.settle()
+	e.bucketPool.settle()
+	e.aggPool.settle()
 }
 
 // NextDeadline is when Advance next has something to do.
@@ -311,7 +318,8 @@ func (e *Engine) newState(l *layout, ev *k8sevent.Event, t int64) *state {
 	// The name hashes the key and the count of states made; the two are
 	// joined in e.buf, not in a string of their own (one per new series).
 	e.buf = strconv.AppendUint(append(e.buf[:0], nameKey(key)...), e.statesMade, 10)
-	st := &state{packed: packed, keyLen: keyLen, heapIdx: -1, first: t, last: t, seenAt: e.now,
+	st := e.statePool.get()
+	*st = state{packed: packed, keyLen: keyLen, heapIdx: -1, first: t, last: t, seenAt: e.now,
 		note: l.field(packed, fNote),
 		name: k8sevent.GenerateName(ev.Regarding.Name, time.Unix(0, t), borrow(e.buf))}
 	e.states.Add(key, st)

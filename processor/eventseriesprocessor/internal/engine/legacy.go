@@ -40,7 +40,10 @@ func (e *Engine) aggregate(ev *k8sevent.Event) bool {
 	e.buf = aggregateLayout.appendKey(e.buf[:0], ev)
 	a, ok := e.aggs.Get(borrow(e.buf))
 	if !ok {
-		a = &aggregate{notes: make([]string, 0, e.cfg.AggregateMaxEvents)}
+		a = e.aggPool.get()
+		if cap(a.notes) < e.cfg.AggregateMaxEvents {
+			a.notes = make([]string, 0, e.cfg.AggregateMaxEvents)
+		}
 		e.aggs.Add(string(e.buf), a)
 	}
 	if !ok || e.now-a.last > int64(e.cfg.AggregateMaxInterval) {

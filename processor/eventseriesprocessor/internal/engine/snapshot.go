@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"math"
 	"strings"
-
-	"github.com/hashicorp/golang-lru/v2/simplelru"
 )
 
 // The snapshot encoding, version 5. Varints are encoding/binary's, strings
@@ -383,7 +381,7 @@ func (e *Engine) restoreFilter(r *reader) error {
 
 // add adds a new entry to a cache that has room, and reports whether the
 // key was new.
-func add[V any](c *simplelru.LRU[string, V], key string, v V) bool {
+func add[V any](c *lru[V], key string, v V) bool {
 	n := c.Len()
 	c.Add(key, v)
 	return c.Len() == n+1

@@ -27,7 +27,7 @@ func (e *Engine) allow(ev *k8sevent.Event, st *state, update bool) bool {
 	e.spamBuf = e.spamLayout.appendKey(e.spamBuf[:0], ev)
 	b, ok := e.spam.Get(borrow(e.spamBuf))
 	if !ok {
-		b = new(bucket)
+		b = e.bucketPool.get()
 		b.set(e.cfg.SpamQPS, e.cfg.SpamBurst, float64(e.cfg.SpamBurst), e.now)
 		e.spam.Add(string(e.spamBuf), b)
 	}

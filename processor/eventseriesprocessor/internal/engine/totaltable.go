@@ -17,11 +17,11 @@ package engine
 // do). A sender choosing a uid to meet another object's gains nothing it
 // could not get by sending that object's uid.
 type totalTable struct {
-	slots          []totalSlot // cap is the capacity
-	index          []position
-	mask           uint64
-	newest, oldest int32 // slot indexes; -1 when empty
-	onEvict        func(hash uint64, t *total)
+	slots   []totalSlot // cap is the capacity
+	order   order       // of the slots
+	index   []position
+	mask    uint64
+	onEvict func(hash uint64, t *total)
 	// missed and missedAt: the hash get last did not find and its free
 	// position, so that the add that follows need not probe again.
 	missed   uint64
@@ -39,8 +39,6 @@ type position struct {
 type totalSlot struct {
 	hash  uint64
 	total total
-	newer int32 // -1: none
-	older int32 // -1: none
 }
 
 func newTotalTable(capacity int, onEvict func(hash uint64, t *total)) *totalTable {
@@ -49,8 +47,8 @@ func newTotalTable(capacity int, onEvict func(hash uint64, t *total)) *totalTabl
 		positions <<= 1
 	}
 	return &totalTable{
-		slots: make([]totalSlot, 0, capacity), index: make([]position, positions),
-		mask: uint64(positions - 1), newest: -1, oldest: -1, onEvict: onEvict, missedAt: -1,
+		slots: make([]totalSlot, 0, capacity), order: newOrder(capacity), index: make([]position, positions),
+		mask: uint64(positions - 1), onEvict: onEvict, missedAt: -1,
 	}
 }
 
@@ -65,8 +63,7 @@ func (t *totalTable) get(hash uint64) (*total, bool) {
 		t.missed, t.missedAt = hash, int64(pos)
 		return nil, false
 	}
-	t.unlink(s)
-	t.linkNewest(s)
+	t.order.touch(s)
 	return &t.slots[s].total, true
 }
 
@@ -83,9 +80,9 @@ func (t *totalTable) add(hash uint64, tot total) bool {
 	}
 	t.missedAt = -1
 	if len(t.slots) == cap(t.slots) {
-		s = t.oldest
+		s = t.order.oldest
 		old := &t.slots[s]
-		t.unlink(s)
+		t.order.unlink(s)
 		t.unindex(old.hash)
 		if t.onEvict != nil {
 			t.onEvict(old.hash, &old.total)
@@ -97,13 +94,13 @@ func (t *totalTable) add(hash uint64, tot total) bool {
 	}
 	t.slots[s] = totalSlot{hash: hash, total: tot}
 	t.index[pos] = position{mixed: uint32(mix64(hash)), slot: s + 1}
-	t.linkNewest(s)
+	t.order.linkNewest(s)
 	return true
 }
 
 // each calls f on every object held, least recently seen first.
 func (t *totalTable) each(f func(hash uint64, tot *total)) {
-	for s := t.oldest; s >= 0; s = t.slots[s].newer {
+	for s := t.order.oldest; s >= 0; s = t.order.links[s].newer {
 		f(t.slots[s].hash, &t.slots[s].total)
 	}
 }
@@ -166,29 +163,4 @@ func (t *totalTable) unindex(hash uint64) {
 		t.index[pos] = t.index[next]
 		pos = next
 	}
-}
-
-func (t *totalTable) unlink(s int32) {
-	sl := &t.slots[s]
-	if sl.newer >= 0 {
-		t.slots[sl.newer].older = sl.older
-	} else {
-		t.newest = sl.older
-	}
-	if sl.older >= 0 {
-		t.slots[sl.older].newer = sl.newer
-	} else {
-		t.oldest = sl.newer
-	}
-}
-
-func (t *totalTable) linkNewest(s int32) {
-	sl := &t.slots[s]
-	sl.newer, sl.older = -1, t.newest
-	if t.newest >= 0 {
-		t.slots[t.newest].newer = s
-	} else {
-		t.oldest = s
-	}
-	t.newest = s
 }

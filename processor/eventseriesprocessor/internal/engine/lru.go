@@ -1,0 +1,175 @@
+package engine
+
+import (
+	"errors"
+	"hash/maphash"
+)
+
+// lru is a cache of at most size entries by string key, the least recently
+// used pushed out first: the part of simplelru's interface the engine uses,
+// with its order of events (an entry added goes in before the oldest is
+// pushed out; onEvict is called on every removal, once the cache is
+// consistent again, so it may use the cache). The entries live in one
+// slice, linked in order of use by index, and a removed entry's place is
+// reused: under churn (every record a new key, one pushed out per record)
+// adding costs no allocation, where simplelru allocated a list element
+// per entry. The index maps a hash of the key to its slot (keys sharing a
+// hash are chained), so that pushing an entry out does not hash its key
+// again: keys are long (every field of a series key), and hashing them
+// was a third of a new series' cost.
+type lru[V any] struct {
+	size    int
+	n       int
+	index   map[uint64]int32 // key hash -> first slot of its chain
+	hash    func(string) uint64
+	slots   []lruSlot[V]
+	order   order // of the slots
+	free    int32 // first free slot, the others linked by their older; -1: none
+	onEvict func(key string, v V)
+}
+
+type lruSlot[V any] struct {
+	key  string
+	val  V
+	hash uint64
+	same int32 // next slot of a key with the same hash; -1: none
+}
+
+func newLRU[V any](size int, onEvict func(key string, v V)) (*lru[V], error) {
+	if size <= 0 {
+		return nil, errors.New("must provide a positive size")
+	}
+	seed := maphash.MakeSeed() // the order of entries never depends on it
+	return &lru[V]{size: size, index: make(map[uint64]int32), hash: func(k string) uint64 { return maphash.String(seed, k) },
+		order: newOrder(0), free: -1, onEvict: onEvict}, nil
+}
+
+// Len is the number of entries.
+func (c *lru[V]) Len() int { return c.n }
+
+// find returns key's hash and slot, -1 if it is not held.
+func (c *lru[V]) find(key string) (h uint64, s int32) {
+	h = c.hash(key)
+	s, ok := c.index[h]
+	if !ok {
+		return h, -1
+	}
+	for s >= 0 && c.slots[s].key != key {
+		s = c.slots[s].same
+	}
+	return h, s
+}
+
+// Get returns key's value and makes it the most recently used.
+func (c *lru[V]) Get(key string) (v V, ok bool) {
+	_, s := c.find(key)
+	if s < 0 {
+		return v, false
+	}
+	c.order.touch(s)
+	return c.slots[s].val, true
+}
+
+// Peek returns key's value, leaving the order as it is.
+func (c *lru[V]) Peek(key string) (v V, ok bool) {
+	_, s := c.find(key)
+	if s < 0 {
+		return v, false
+	}
+	return c.slots[s].val, true
+}
+
+// Add puts v under key as the most recently used, and pushes the least
+// recently used out if that makes one too many. It reports whether one was
+// pushed out.
+func (c *lru[V]) Add(key string, v V) (evicted bool) {
+	h, s := c.find(key)
+	if s >= 0 {
+		c.order.touch(s)
+		c.slots[s].val = v
+		return false
+	}
+	s = c.free
+	if s >= 0 {
+		c.free = c.order.links[s].older
+	} else {
+		s = int32(len(c.slots))
+		c.slots = append(c.slots, lruSlot[V]{})
+		c.order.links = append(c.order.links, link{})
+	}
+	same, ok := c.index[h]
+	if !ok {
+		same = -1
+	}
+	c.slots[s] = lruSlot[V]{key: key, val: v, hash: h, same: same}
+	c.index[h] = s
+	c.order.linkNewest(s)
+	c.n++
+	if c.n > c.size {
+		c.remove(c.order.oldest)
+		return true
+	}
+	return false
+}
+
+// Remove removes key, calling onEvict, and reports whether it was there.
+func (c *lru[V]) Remove(key string) bool {
+	_, s := c.find(key)
+	if s >= 0 {
+		c.remove(s)
+	}
+	return s >= 0
+}
+
+// Resize sets the size, pushing out the least recently used entries that
+// no longer fit; it returns how many.
+func (c *lru[V]) Resize(size int) (evicted int) {
+	evicted = max(c.n-size, 0)
+	for range evicted {
+		c.remove(c.order.oldest)
+	}
+	c.size = size
+	return evicted
+}
+
+// Keys lists the keys, least recently used first.
+func (c *lru[V]) Keys() []string {
+	keys := make([]string, 0, c.n)
+	for s := c.order.oldest; s >= 0; s = c.order.links[s].newer {
+		keys = append(keys, c.slots[s].key)
+	}
+	return keys
+}
+
+// Values lists the values, least recently used first.
+func (c *lru[V]) Values() []V {
+	values := make([]V, 0, c.n)
+	for s := c.order.oldest; s >= 0; s = c.order.links[s].newer {
+		values = append(values, c.slots[s].val)
+	}
+	return values
+}
+
+// remove takes slot s out, frees it and calls onEvict.
+func (c *lru[V]) remove(s int32) {
+	c.order.unlink(s)
+	sl := &c.slots[s]
+	key, v := sl.key, sl.val
+	switch first := c.index[sl.hash]; {
+	case first != s: // further down its chain
+		for c.slots[first].same != s {
+			first = c.slots[first].same
+		}
+		c.slots[first].same = sl.same
+	case sl.same >= 0:
+		c.index[sl.hash] = sl.same
+	default:
+		delete(c.index, sl.hash)
+	}
+	c.n--
+	*sl = lruSlot[V]{} // holds no key or value for the garbage collector to keep
+	c.order.links[s].older, c.free = c.free, s
+	if c.onEvict != nil {
+		c.onEvict(key, v)
+	}
+}
