@@ -37,18 +37,31 @@ type readyRun struct {
 	c   *collector
 }
 
-// startReady starts a fresh API server and the ready configuration file on
-// it, with the test's env (NAME=value) over the shared settings: kubeconfig
-// auth, storage in a temp dir, series that end 2 s after their last
-// occurrence.
-func startReady(t *testing.T, srv *kubetest.Server, file string, env ...string) *readyRun {
+// readyServer starts a fresh API server for a ready configuration's test
+// (skipped when the collector is not built), with a context bounding it.
+func readyServer(t *testing.T) (context.Context, *kubetest.Server) {
+	t.Helper()
+	binary(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	t.Cleanup(cancel)
+	return ctx, kubetest.Start(t)
+}
+
+// startReady runs the ready configuration file on srv, with the test's env
+// (NAME=value) over the shared settings: kubeconfig auth, storage in a temp
+// dir, series that end 2 s after their last occurrence. It returns once
+// the start marker is in markerOut: the receiver's watch is up.
+func startReady(ctx context.Context, t *testing.T, srv *kubetest.Server, file, markerOut string, env ...string) *readyRun {
 	t.Helper()
 	cfg, err := os.ReadFile(filepath.Join("../testdata/config", file))
 	require.NoError(t, err)
 	dir := t.TempDir()
 	env = append([]string{"K8S_AUTH_TYPE=kubeConfig", "KUBECONFIG=" + srv.Kubeconfig(t), "STORAGE_DIR=" + dir,
 		"POD_IP=127.0.0.1", "SERIES_FINISH_AFTER=2s"}, env...)
-	return &readyRun{srv: srv, dir: dir, c: startCollectorEnv(t, dir, string(cfg), env)}
+	run := &readyRun{srv: srv, dir: dir, c: startCollectorEnv(t, dir, string(cfg), env)}
+	sendRaw(ctx, t, srv, startMarker())
+	awaitPairs(t, pairsOf(startMarker()), markerOut)
+	return run
 }
 
 // occurrences are n occurrences of one Event (kind/name in ns, typ,
@@ -117,14 +130,9 @@ func awaitPairs(t *testing.T, want map[eventPair]int64, files ...string) sinkRes
 // chosen in DROP_REASONS never reach the output; every other Warning does,
 // with its exact count.
 func TestWarningsOnly(t *testing.T) {
-	binary(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
-	defer cancel()
-	srv := kubetest.Start(t)
+	ctx, srv := readyServer(t)
 	out := filepath.Join(t.TempDir(), "warnings.jsonl")
-	run := startReady(t, srv, "warnings-only.yaml", "OUTPUT_FILE="+out, "DROP_REASONS=BackOff|FailedMount")
-	sendRaw(ctx, t, srv, startMarker())
-	awaitPairs(t, pairsOf(startMarker()), out)
+	run := startReady(ctx, t, srv, "warnings-only.yaml", out, "OUTPUT_FILE="+out, "DROP_REASONS=BackOff|FailedMount")
 
 	var kept, dropped []storm.Occurrence
 	for _, ns := range []string{"shop", "billing"} {
@@ -156,15 +164,10 @@ func TestWarningsOnly(t *testing.T) {
 // to exactly one of the two backends, by its namespace, with its exact
 // count; cluster-scoped objects go to the other backend.
 func TestRoutingByNamespace(t *testing.T) {
-	binary(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
-	defer cancel()
-	srv := kubetest.Start(t)
+	ctx, srv := readyServer(t)
 	tmp := t.TempDir()
 	team, other := filepath.Join(tmp, "team.jsonl"), filepath.Join(tmp, "other.jsonl")
-	startReady(t, srv, "routing-by-namespace.yaml", "TEAM_FILE="+team, "OTHER_FILE="+other, "TEAM_NAMESPACES=^team-a-")
-	sendRaw(ctx, t, srv, startMarker())
-	awaitPairs(t, pairsOf(startMarker()), other)
+	startReady(ctx, t, srv, "routing-by-namespace.yaml", other, "TEAM_FILE="+team, "OTHER_FILE="+other, "TEAM_NAMESPACES=^team-a-")
 
 	var teamOccs, otherOccs []storm.Occurrence
 	for _, ns := range []string{"team-a-web", "team-a-db"} {
@@ -201,18 +204,13 @@ func TestRoutingByNamespace(t *testing.T) {
 // the eventseries processor writes. Records about a Pod that does not
 // exist, or one outside ENRICH_NAMESPACE, carry none.
 func TestK8sAttributesEnrichesRegardingPod(t *testing.T) {
-	binary(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
-	defer cancel()
-	srv := kubetest.Start(t)
+	ctx, srv := readyServer(t)
 	cs := srv.Clientset()
 	web := createPod(ctx, t, cs, "shop", "web-0", map[string]string{"app": "web", "tier": "front"})
 	outside := createPod(ctx, t, cs, "elsewhere", "api-0", map[string]string{"app": "api"})
 
 	out := filepath.Join(t.TempDir(), "enriched.jsonl")
-	startReady(t, srv, "enrich-k8sattributes.yaml", "OUTPUT_FILE="+out, "ENRICH_NAMESPACE=shop")
-	sendRaw(ctx, t, srv, startMarker())
-	awaitPairs(t, pairsOf(startMarker()), out)
+	startReady(ctx, t, srv, "enrich-k8sattributes.yaml", out, "OUTPUT_FILE="+out, "ENRICH_NAMESPACE=shop")
 
 	occs := occurrences("shop", "Pod", "web-0", string(web.UID), "Warning", "BackOff", 4)
 	occs = append(occs, occurrences("shop", "Pod", "ghost", "", "Warning", "BackOff", 2)...)
