@@ -102,6 +102,7 @@ func containerName(fieldPath string) string {
 // Encode).
 func PutIdentity(attrs pcommon.Map, ref ObjectRef) {
 	RemoveKeys(attrs, IdentityKeys)
+	attrs.EnsureCapacity(attrs.Len() + 10) // one allocation, not one per growth
 	putStr(attrs, AttrNamespace, ref.Namespace)
 	putStr(attrs, AttrObjectKind, ref.Kind)
 	putStr(attrs, AttrObjectName, ref.Name)
