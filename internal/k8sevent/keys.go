@@ -9,19 +9,26 @@ import (
 // Attribute keys of the log-record contract (the README's table). The codec reads
 // each key from the record's attributes first, then the resource's.
 const (
-	AttrEventName           = "k8s.event.name"
-	AttrEventUID            = "k8s.event.uid"
-	AttrReason              = "k8s.event.reason"
-	AttrAction              = "k8s.event.action"
-	AttrNamespace           = "k8s.namespace.name" // of the regarding object
-	AttrObjectKind          = "k8s.object.kind"
-	AttrObjectName          = "k8s.object.name"
-	AttrObjectUID           = "k8s.object.uid"
-	AttrObjectAPIVersion    = "k8s.object.api_version"
-	AttrObjectFieldPath     = "k8s.object.fieldpath"
-	AttrObjectResourceVer   = "k8s.object.resource_version"
-	AttrSourceComponent     = "k8s.event.source.component"
-	AttrNodeName            = "k8s.node.name" // legacy source host
+	AttrEventName         = "k8s.event.name"
+	AttrEventUID          = "k8s.event.uid"
+	AttrReason            = "k8s.event.reason"
+	AttrAction            = "k8s.event.action"
+	AttrNamespace         = "k8s.namespace.name" // of the regarding object
+	AttrObjectKind        = "k8s.object.kind"
+	AttrObjectName        = "k8s.object.name"
+	AttrObjectUID         = "k8s.object.uid"
+	AttrObjectAPIVersion  = "k8s.object.api_version"
+	AttrObjectFieldPath   = "k8s.object.fieldpath"
+	AttrObjectResourceVer = "k8s.object.resource_version"
+	AttrSourceComponent   = "k8s.event.source.component"
+	// AttrSourceHost is the legacy source host (core/v1 source.host). It
+	// was k8s.node.name, as contrib's k8s_events receiver writes it on the
+	// resource; that key now names the regarding Node on the resource of
+	// emitted records (PutIdentity), and is still read as the source host
+	// where a map holds no k8s.event.source.host (contrib, older records
+	// and recorders).
+	AttrSourceHost          = "k8s.event.source.host"
+	AttrNodeName            = "k8s.node.name"
 	AttrReportingController = "k8s.event.reporting_controller"
 	AttrReportingInstance   = "k8s.event.reporting_instance"
 	AttrRelatedKind         = "k8s.event.related.kind"
@@ -85,6 +92,7 @@ const (
 	keyObjectResourceVer
 	keySourceComponent
 	keyNodeName
+	keySourceHost
 	keyReportingController
 	keyReportingInstance
 	keyRelatedKind
@@ -126,6 +134,7 @@ var ContractKeys = [numContractKeys]string{
 	AttrObjectResourceVer,
 	AttrSourceComponent,
 	AttrNodeName,
+	AttrSourceHost,
 	AttrReportingController,
 	AttrReportingInstance,
 	AttrRelatedKind,

@@ -32,6 +32,7 @@ type DecodeOptions struct {
 // be shown another value than the processor decided on.
 func DecodeAttributes(attrs pcommon.Map, dst *Event, opts DecodeOptions) (problems Problem, found bool) {
 	var seen uint64
+	var nodeName pcommon.Value
 	for k, v := range attrs.All() {
 		i := keyIndex(k)
 		if i < 0 {
@@ -42,10 +43,17 @@ func DecodeAttributes(attrs pcommon.Map, dst *Event, opts DecodeOptions) (proble
 			continue
 		}
 		seen |= 1 << i
+		if i == keyNodeName {
+			nodeName = v // the source host only if the map has no k8s.event.source.host
+			continue
+		}
 		problems |= decodeKey(i, v, dst, opts)
 		// The namespace, node and cluster keys also sit on every log from a
 		// pod or node; alone they do not make a record an Event.
-		found = found || (i != keyNamespace && i != keyNodeName && i != keyClusterName && i != keyClusterUID)
+		found = found || (i != keyNamespace && i != keyClusterName && i != keyClusterUID)
+	}
+	if seen&(1<<keyNodeName) != 0 && seen&(1<<keySourceHost) == 0 {
+		dst.SourceHost = str(nodeName)
 	}
 	return problems, found
 }
@@ -79,7 +87,7 @@ func decodeKey(i contractKey, v pcommon.Value, dst *Event, opts DecodeOptions) (
 		dst.Regarding.ResourceVersion = str(v)
 	case keySourceComponent:
 		dst.SourceComponent = str(v)
-	case keyNodeName:
+	case keySourceHost:
 		dst.SourceHost = str(v)
 	case keyReportingController:
 		dst.ReportingController = str(v)
@@ -187,7 +195,7 @@ func Encode(ev *Event, lr plog.LogRecord) {
 	putStr(attrs, AttrObjectFieldPath, ev.Regarding.FieldPath)
 	putStr(attrs, AttrObjectResourceVer, ev.Regarding.ResourceVersion)
 	putStr(attrs, AttrSourceComponent, ev.SourceComponent)
-	putStr(attrs, AttrNodeName, ev.SourceHost)
+	putSourceHost(attrs, ev)
 	putStr(attrs, AttrReportingController, ev.ReportingController)
 	putStr(attrs, AttrReportingInstance, ev.ReportingInstance)
 	putStr(attrs, AttrRelatedKind, ev.Related.Kind)

@@ -94,18 +94,25 @@ func TestFaultRefusedMovedRecordIsIntact(t *testing.T) {
 // TestMovedResourceReachesEveryScope: one input ResourceLogs whose records
 // go out in several output scopes (split by a timer record, and by records
 // without an Event passed between them): each emitted record's scope has
-// the input resource without the keys the processor owns, each passed
-// record's scope the input resource unchanged; whether the resource moved
-// (no owned key on it) or was copied (an owned key on it, which makes every
-// record of the resource an Event record: the log lines are dropped).
+// the input resource without the keys the processor owns and with its
+// regarding object's identity instead of any the input had, each timer
+// record's scope that identity only, each passed record's scope the input
+// resource unchanged; whether the resource moved (no owned or identity key
+// on it) or was copied (an identity key on it, as an app's resource has;
+// an owned key, which makes every record of the resource an Event record:
+// the log lines are dropped).
 func TestMovedResourceReachesEveryScope(t *testing.T) {
-	for _, owned := range []bool{false, true} {
-		t.Run(fmt.Sprintf("owned key on the resource %v", owned), func(t *testing.T) {
+	for _, tc := range []struct{ identity, owned bool }{{false, false}, {true, false}, {true, true}} {
+		owned := tc.owned
+		t.Run(fmt.Sprintf("identity key %v, owned key %v", tc.identity, tc.owned), func(t *testing.T) {
 			in := plog.NewLogs()
 			rl := in.ResourceLogs().AppendEmpty()
 			res := rl.Resource().Attributes()
 			res.PutStr("service.name", "app")
-			res.PutStr(k8sevent.AttrNodeName, "node-1")
+			if tc.identity {
+				res.PutStr(k8sevent.AttrNodeName, "node-1")
+				res.PutStr("k8s.pod.name", "the-sender")
+			}
 			if owned {
 				res.PutStr(k8sevent.AttrSeriesState, "started")
 			}
@@ -129,6 +136,13 @@ func TestMovedResourceReachesEveryScope(t *testing.T) {
 			stripped := pcommon.NewResource()
 			original.CopyTo(stripped)
 			k8sevent.RemoveKeys(stripped.Attributes(), k8sevent.OwnedKeys)
+			// identified is what an emitted record about ref has as resource.
+			identified := func(base pcommon.Resource, ref k8sevent.ObjectRef) map[string]any {
+				r := pcommon.NewResource()
+				base.CopyTo(r)
+				k8sevent.PutIdentity(r.Attributes(), ref)
+				return r.Attributes().AsRaw()
+			}
 
 			h := newHarnessWith(t, eventTime, func() time.Time { return t0.Add(time.Hour) }, &faultSink{})
 			h.consume(in)
@@ -137,16 +151,23 @@ func TestMovedResourceReachesEveryScope(t *testing.T) {
 				for i := range ld.ResourceLogs().Len() {
 					out := ld.ResourceLogs().At(i)
 					osl := out.ScopeLogs().At(0)
-					switch lr := osl.LogRecords().At(0); {
+					lr := osl.LogRecords().At(0)
+					var ev k8sevent.Event
+					k8sevent.DecodeAttributes(lr.Attributes(), &ev, k8sevent.DecodeOptions{})
+					switch {
 					case osl.Scope().Name() == metadata.ScopeName:
 						scopes = append(scopes, "timer")
-						assert.Zero(t, out.Resource().Attributes().Len(), "a timer record has an empty resource")
+						assert.Equal(t, identified(pcommon.NewResource(), ev.Regarding), out.Resource().Attributes().AsRaw(),
+							"a timer record's resource: its regarding object's identity only")
 					case lr.Attributes().Len() == 0:
 						scopes = append(scopes, "passed")
 						assert.Equal(t, original.Attributes().AsRaw(), out.Resource().Attributes().AsRaw())
 					default:
 						scopes = append(scopes, "emitted")
-						assert.Equal(t, stripped.Attributes().AsRaw(), out.Resource().Attributes().AsRaw())
+						assert.Equal(t, identified(stripped, ev.Regarding), out.Resource().Attributes().AsRaw())
+						v, ok := out.Resource().Attributes().Get("k8s.pod.name")
+						require.True(t, ok)
+						assert.Equal(t, ev.Regarding.Name, v.Str(), "the regarding Pod, not the sender")
 					}
 				}
 			}

@@ -26,17 +26,25 @@ import (
 // so a record is never needed after it moved. A resource may be needed
 // again (records of one ResourceLogs split by timer records, or some
 // passed and some emitted): later output scopes copy it from where it
-// moved, which holds it unchanged.
+// moved, which holds it as it came but for the identity keys of emitted
+// records, which it held none of and which are removed again.
+//
+// The resource of emitted records carries their regarding object's identity
+// (k8sevent.PutIdentity, as contrib's k8s_events receiver places it), so a
+// run of emitted records shares an output resource only while they are
+// about one object.
 type output struct {
 	legacy  bool
 	logs    plog.Logs
 	records plog.LogRecordSlice
 	src     source
+	obj     k8sevent.ObjectRef // regarding object of the current scope's emitted records
 	started bool
 	// movedRL is the input ResourceLogs whose resource moved to moved;
-	// -1 when none did.
-	movedRL int
-	moved   pcommon.Resource
+	// -1 when none did. movedIdentity: moved was given an object's identity.
+	movedRL       int
+	moved         pcommon.Resource
+	movedIdentity bool
 }
 
 func newOutput(legacy bool) output { return output{legacy: legacy, movedRL: -1} }
@@ -57,8 +65,10 @@ func (o *output) len() int {
 	return o.logs.LogRecordCount()
 }
 
-func (o *output) scope(src source, rl plog.ResourceLogs, sl plog.ScopeLogs) plog.LogRecordSlice {
-	if o.started && o.src == src {
+// scope is the output record slice for a record of src; obj is the
+// regarding object of an emitted record (zero for a passed one).
+func (o *output) scope(src source, obj *k8sevent.ObjectRef, rl plog.ResourceLogs, sl plog.ScopeLogs) plog.LogRecordSlice {
+	if o.started && o.src == src && o.obj == *obj {
 		return o.records
 	}
 	if !o.started {
@@ -68,52 +78,66 @@ func (o *output) scope(src source, rl plog.ResourceLogs, sl plog.ScopeLogs) plog
 	outSL := outRL.ScopeLogs().AppendEmpty()
 	if src == timerSource {
 		outSL.Scope().SetName(metadata.ScopeName)
+		k8sevent.PutIdentity(outRL.Resource().Attributes(), *obj)
 	} else {
-		o.resource(src, rl.Resource(), outRL.Resource())
+		o.resource(src, obj, rl.Resource(), outRL.Resource())
 		outRL.SetSchemaUrl(rl.SchemaUrl())
 		sl.Scope().CopyTo(outSL.Scope())
 		outSL.SetSchemaUrl(sl.SchemaUrl())
 	}
-	o.src, o.records = src, outSL.LogRecords()
+	o.src, o.obj, o.records = src, *obj, outSL.LogRecords()
 	return o.records
 }
 
 // resource fills dst with the resource of input ResourceLogs src.rl, in,
-// without the keys the processor owns for records it emits. It moves in
-// the first time, unless that would lose keys a later scope of the same
-// ResourceLogs may need (a rare resource holding processor-owned keys is
-// copied); after that it copies what moved.
-func (o *output) resource(src source, in, dst pcommon.Resource) {
+// for records of src: for emitted records, without the keys the processor
+// owns and with obj's identity. It moves in the first time, unless that
+// would lose keys a later scope of the same ResourceLogs may need (a
+// resource holding processor-owned or identity keys is copied); after that
+// it copies what moved.
+func (o *output) resource(src source, obj *k8sevent.ObjectRef, in, dst pcommon.Resource) {
 	switch {
 	case o.movedRL == src.rl:
 		o.moved.CopyTo(dst)
+		if o.movedIdentity { // in held no identity key: this restores it
+			k8sevent.RemoveKeys(dst.Attributes(), k8sevent.IdentityKeys)
+		}
 	case src.emitted && (src.dupKeys || stripsKeys(in.Attributes())):
 		in.CopyTo(dst)
 	default:
 		in.MoveTo(dst)
-		o.movedRL, o.moved = src.rl, dst
-		return // holds no key to strip
+		o.movedRL, o.moved, o.movedIdentity = src.rl, dst, src.emitted
+		if src.emitted { // holds no key to strip
+			k8sevent.PutIdentity(dst.Attributes(), *obj)
+		}
+		return
 	}
 	if src.emitted {
 		attrs := dst.Attributes()
 		k8sevent.RemoveKeys(attrs, k8sevent.OwnedKeys)
 		k8sevent.DropDuplicateKeys(attrs)
+		k8sevent.PutIdentity(attrs, *obj)
 	}
 }
 
-// stripsKeys reports whether a resource holds a processor-owned key.
+// stripsKeys reports whether a resource holds a processor-owned or an
+// identity key.
 func stripsKeys(attrs pcommon.Map) bool {
 	for k := range attrs.All() {
-		if slices.Contains(k8sevent.OwnedKeys, k) {
+		if slices.Contains(k8sevent.OwnedKeys, k) || slices.Contains(k8sevent.IdentityKeys, k) {
 			return true
 		}
 	}
 	return false
 }
 
+// noObject is the regarding object of passed records: their resource is
+// the input's.
+var noObject k8sevent.ObjectRef
+
 // pass moves an input record out unchanged.
 func (o *output) pass(src source, rl plog.ResourceLogs, sl plog.ScopeLogs, lr plog.LogRecord) {
-	lr.MoveTo(o.scope(src, rl, sl).AppendEmpty())
+	lr.MoveTo(o.scope(src, &noObject, rl, sl).AppendEmpty())
 }
 
 // emitInput writes an emission made of the input record lr, whose decoded
@@ -122,7 +146,7 @@ func (o *output) emitInput(src source, rl plog.ResourceLogs, sl plog.ScopeLogs, 
 	em *engine.Emission, ev *k8sevent.Event, problems k8sevent.Problem,
 ) {
 	src.emitted = true
-	dst := o.scope(src, rl, sl).AppendEmpty()
+	dst := o.scope(src, &ev.Regarding, rl, sl).AppendEmpty()
 	lr.MoveTo(dst)
 	k8sevent.EncodeRepairs(dst, ev, problems)
 	o.annotate(dst, em)
@@ -130,7 +154,7 @@ func (o *output) emitInput(src source, rl plog.ResourceLogs, sl plog.ScopeLogs, 
 
 // emitTimer writes an emission no input carries (heartbeat, finish, flush).
 func (o *output) emitTimer(em *engine.Emission) {
-	dst := o.scope(timerSource, plog.ResourceLogs{}, plog.ScopeLogs{}).AppendEmpty()
+	dst := o.scope(timerSource, &em.Event.Regarding, plog.ResourceLogs{}, plog.ScopeLogs{}).AppendEmpty()
 	em.Event.Time = time.Unix(0, em.Last)
 	k8sevent.Encode(&em.Event, dst)
 	dst.SetObservedTimestamp(pcommon.Timestamp(em.At))

@@ -60,7 +60,8 @@ func TestContribRecordsBecomeASeries(t *testing.T) {
 		require.NoError(t, k8sevent.Validate(&w, k8sevent.APICoreV1))
 		require.NoError(t, k8sevent.Validate(&w, k8sevent.APIEventsV1))
 	}
-	assert.Equal(t, "node-1", recs[1].res.Attributes().AsRaw()[k8sevent.AttrNodeName], "input resource is kept")
+	assert.Equal(t, "web-1", recs[1].res.Attributes().AsRaw()["k8s.pod.name"], "the resource names the regarding Pod")
+	assert.Equal(t, "node-1", recs[1].event(t).SourceHost, "contrib's source host (resource k8s.node.name) is kept, on the record")
 	assert.Empty(t, recs[0].str(k8sevent.AttrSeriesCount))
 	assert.Equal(t, "2", recs[1].str(k8sevent.AttrSeriesCount))
 	assert.Equal(t, "4", recs[2].str(k8sevent.AttrSeriesCount), "shutdown emits the open series' count")
