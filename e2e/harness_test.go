@@ -6,6 +6,8 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -55,7 +57,36 @@ func startCollector(t testing.TB, dir, cfg string) *collector {
 // merged over cfg (a ready configuration run with a test's settings).
 func startCollectorEnv(t testing.TB, dir, cfg string, env []string, overlays ...string) *collector {
 	t.Helper()
-	c := &collector{health: freePort(t), metrics: freePort(t)}
+	var c *collector
+	var proc *collectorproc.Collector
+	var err error
+	for attempt := 1; ; attempt++ {
+		c = &collector{health: freePort(t), metrics: freePort(t)}
+		proc, err = startWithPorts(t, c, dir, cfg, env, overlays)
+		// These two ports are found free, then bound by the child: a test
+		// of another package may take one in between. Only a clash on
+		// them is retried, with new ones; a clash on a port the test chose
+		// for the configuration is the test's failure.
+		if err == nil || attempt == 3 || !portTaken(err, c.health, c.metrics) {
+			break
+		}
+		t.Logf("collector start %d: its health or metrics port was taken meanwhile; again with others", attempt)
+	}
+	require.NoError(t, err, "config:\n%s", cfg)
+	c.Collector = proc
+	t.Cleanup(func() {
+		if exited, _ := proc.Exited(); !exited {
+			_ = proc.Stop(30 * time.Second)
+		}
+		if t.Failed() {
+			t.Logf("collector log (%s):\n%s", proc.LogPath(), proc.LogTail(8192))
+		}
+	})
+	return c
+}
+
+// startWithPorts starts the collector with c's health and metrics ports.
+func startWithPorts(t testing.TB, c *collector, dir, cfg string, env, overlays []string) (*collectorproc.Collector, error) {
 	overlay := fmt.Sprintf(`
 extensions:
   health_check: {endpoint: "127.0.0.1:%d"}
@@ -68,21 +99,19 @@ service:
 `, c.health, c.metrics)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	proc, err := collectorproc.Start(ctx, collectorproc.Options{
+	return collectorproc.Start(ctx, collectorproc.Options{
 		Binary: binary(t), Config: cfg, Overlays: append(append([]string(nil), overlays...), overlay), Dir: dir, Env: env,
 		HealthURL: fmt.Sprintf("http://127.0.0.1:%d/", c.health),
 	})
-	require.NoError(t, err, "config:\n%s", cfg)
-	c.Collector = proc
-	t.Cleanup(func() {
-		if exited, _ := proc.Exited(); !exited {
-			_ = proc.Stop(30 * time.Second)
-		}
-		if t.Failed() {
-			t.Logf("collector log (%s):\n%s", proc.LogPath(), proc.LogTail(8192))
-		}
-	})
-	return c
+}
+
+// portTaken: the collector could not bind one of the ports.
+func portTaken(err error, ports ...int) bool {
+	msg := err.Error()
+	if !strings.Contains(msg, "address already in use") {
+		return false
+	}
+	return slices.ContainsFunc(ports, func(p int) bool { return strings.Contains(msg, fmt.Sprintf("127.0.0.1:%d:", p)) })
 }
 
 // scrape reads the collector's own metrics.
