@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"sync"
 	"time"
 
 	"go.opentelemetry.io/collector/component"
@@ -100,19 +99,32 @@ func (e *k8seventExporter) shutdown(context.Context) error {
 type orderedLogs struct {
 	exporter.Logs
 	e     *k8seventExporter
-	stamp bool       // requests go through a queue
-	mu    sync.Mutex // stamps follow the order requests enter the queue
+	stamp bool // requests go through a queue
+	// turn is held from taking a stamp until the request is in the queue,
+	// so stamps follow the order requests enter it. It is a channel, not a
+	// mutex: while a full queue blocks its holder, the callers behind it
+	// still give up when their context ends.
+	turn chan struct{}
+}
+
+func newOrderedLogs(logs exporter.Logs, e *k8seventExporter, stamp bool) *orderedLogs {
+	return &orderedLogs{Logs: logs, e: e, stamp: stamp, turn: make(chan struct{}, 1)}
 }
 
 func (o *orderedLogs) ConsumeLogs(ctx context.Context, ld plog.Logs) error {
 	if !o.stamp || ld.LogRecordCount() == 0 {
 		return o.Logs.ConsumeLogs(ctx, ld)
 	}
-	o.mu.Lock()
+	select {
+	case o.turn <- struct{}{}:
+	case <-ctx.Done():
+		return fmt.Errorf("k8sevents exporter: %d records not queued, an earlier request waits for room in the full queue: %w",
+			ld.LogRecordCount(), ctx.Err())
+	}
 	s := o.e.gate.issue()
 	o.e.gate.stamp(ld, s)
 	err := o.Logs.ConsumeLogs(ctx, ld)
-	o.mu.Unlock()
+	<-o.turn
 	if err != nil {
 		o.e.gate.pass(s) // not queued: nothing waits for it
 	}

@@ -49,5 +49,5 @@ func createLogs(ctx context.Context, set exporter.Settings, cfg component.Config
 	if err != nil {
 		return nil, err
 	}
-	return &orderedLogs{Logs: logs, e: e, stamp: c.stampsRequests()}, nil
+	return newOrderedLogs(logs, e, c.stampsRequests()), nil
 }
