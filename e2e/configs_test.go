@@ -55,3 +55,37 @@ func TestDeprecatedExporterTypeStillWorks(t *testing.T) {
 	require.Error(t, err)
 	assert.Contains(t, string(out), "k8seventz")
 }
+
+// TestClickHouseConfigSettings: clickhouse.yaml's environment settings reach
+// the clickhouse exporter's own validation (no ClickHouse server here, so
+// validation is what is checked; README "ClickHouse"): the documented
+// alternatives validate, and a bad endpoint or TTL is refused naming it.
+func TestClickHouseConfigSettings(t *testing.T) {
+	bin := binary(t)
+	validate := func(env ...string) (string, error) {
+		cmd := exec.Command(bin, "validate", "--config", "../testdata/config/clickhouse.yaml")
+		cmd.Env = append(os.Environ(), env...)
+		out, err := cmd.CombinedOutput()
+		return string(out), err
+	}
+	for _, env := range [][]string{
+		{"CLICKHOUSE_CREATE_SCHEMA=false", "CLICKHOUSE_TTL=0s"},
+		{"CLICKHOUSE_ENDPOINT=https://ch.example.test:8443", "CLICKHOUSE_TTL=48h",
+			"CLICKHOUSE_USERNAME=events", "CLICKHOUSE_PASSWORD=not-a-secret", "CLUSTER_NAME=prod-eu"},
+	} {
+		out, err := validate(env...)
+		assert.NoError(t, err, "%v: %s", env, out)
+	}
+
+	out, err := validate("CLICKHOUSE_ENDPOINT=tcp://[::1")
+	require.Error(t, err, "a malformed endpoint is refused")
+	assert.Contains(t, out, "endpoint")
+
+	out, err = validate("CLICKHOUSE_TTL=a-month")
+	require.Error(t, err, "a TTL that is not a duration is refused")
+	assert.Contains(t, out, "ttl")
+
+	out, err = validate("CLICKHOUSE_CREATE_SCHEMA=sometimes")
+	require.Error(t, err, "create_schema is a boolean")
+	assert.Contains(t, out, "create_schema")
+}
