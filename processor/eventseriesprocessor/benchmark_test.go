@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"runtime"
-	"runtime/metrics"
 	"testing"
 	"time"
 
@@ -236,53 +235,37 @@ func rotatingBatches(shape recordShape, keyOf func(round int) func(int) int) []*
 
 // perRecord reports the wall time per record and the process's CPU time
 // per record: on a shared machine the wall time counts the time other work
-// held the cores, the CPU time does not.
+// held the cores, the CPU time does not. Both count the garbage collection
+// that runs while the timer runs, most of it (duplicate-heavy streams,
+// where the processor allocates next to nothing) of the input batches a
+// receiver would allocate; GOGC=off shows the time without it. (The
+// runtime's own estimate of its GC CPU time, runtime/metrics, counts wall
+// time of its workers and exceeded the process's CPU time on a loaded
+// machine: not reported.)
 func perRecord(b *testing.B) {
 	cpu.stop()
 	b.StopTimer()
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*batchSize), "ns/record")
 	b.ReportMetric(float64(cpu.total.Nanoseconds())/float64(b.N*batchSize), "cpu-ns/record")
-	b.ReportMetric(float64(cpu.gcTotal.Nanoseconds())/float64(b.N*batchSize), "gc-cpu-ns/record")
 }
 
-// cpuClock measures the process's CPU time while the benchmark timer runs,
-// and the part of it the Go runtime estimates it spent collecting garbage
-// (runtime/metrics, an estimate that counts idle-priority marking too). In
-// the duplicate-heavy streams the processor allocates next to nothing: the
-// garbage there is the input batches, which a receiver allocates, and
-// which the timed part of the run collects.
+// cpuClock measures the process's CPU time while the benchmark timer runs.
 type cpuClock struct {
-	total, from     time.Duration
-	gcTotal, gcFrom time.Duration
-	running         bool
+	total, from time.Duration
+	running     bool
 }
 
 var cpu cpuClock
 
-func (c *cpuClock) reset() {
-	*c = cpuClock{}
-	c.start()
-}
+func (c *cpuClock) reset() { *c = cpuClock{from: processCPU(), running: true} }
 
-func (c *cpuClock) start() { c.from, c.gcFrom, c.running = processCPU(), gcCPU(), true }
+func (c *cpuClock) start() { c.from, c.running = processCPU(), true }
 
 func (c *cpuClock) stop() {
 	if c.running {
 		c.total += processCPU() - c.from
-		c.gcTotal += gcCPU() - c.gcFrom
 		c.running = false
 	}
-}
-
-// gcCPU is the runtime's estimate of the CPU time spent collecting
-// garbage so far.
-func gcCPU() time.Duration {
-	s := []metrics.Sample{{Name: "/cpu/classes/gc/total:cpu-seconds"}}
-	metrics.Read(s)
-	if s[0].Value.Kind() != metrics.KindFloat64 {
-		return 0
-	}
-	return time.Duration(s[0].Value.Float64() * float64(time.Second))
 }
 
 // BenchmarkRetainedHeapPerSeries opens 20,000 series (two occurrences each)
