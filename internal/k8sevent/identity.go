@@ -1,7 +1,7 @@
 package k8sevent
 
 import (
-	"slices"
+	"math/bits"
 	"strings"
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
@@ -15,27 +15,31 @@ import (
 // is about, not whoever sent it.
 
 // semconvKind is a kind the semantic conventions name: the API group it
-// must belong to and the prefix of its name and uid keys.
+// must belong to and its name and uid keys (<prefix>.name, <prefix>.uid).
 type semconvKind struct {
-	group  string // "" for the core group
-	prefix string
+	group           string // "" for the core group
+	nameKey, uidKey string
+}
+
+func kind(group, prefix string) semconvKind {
+	return semconvKind{group: group, nameKey: prefix + ".name", uidKey: prefix + ".uid"}
 }
 
 // semconvKinds maps a regarding object's kind to its semantic-conventions
-// keys (<prefix>.name, <prefix>.uid). Namespace is left out: its key,
-// k8s.namespace.name, is the regarding object's namespace in the contract.
+// keys. Namespace is left out: its key, k8s.namespace.name, is the
+// regarding object's namespace in the contract.
 var semconvKinds = map[string]semconvKind{
-	"Pod":                     {"", "k8s.pod"},
-	"Node":                    {"", "k8s.node"},
-	"ReplicationController":   {"", "k8s.replicationcontroller"},
-	"ResourceQuota":           {"", "k8s.resourcequota"},
-	"Deployment":              {"apps", "k8s.deployment"},
-	"ReplicaSet":              {"apps", "k8s.replicaset"},
-	"StatefulSet":             {"apps", "k8s.statefulset"},
-	"DaemonSet":               {"apps", "k8s.daemonset"},
-	"Job":                     {"batch", "k8s.job"},
-	"CronJob":                 {"batch", "k8s.cronjob"},
-	"HorizontalPodAutoscaler": {"autoscaling", "k8s.hpa"},
+	"Pod":                     kind("", "k8s.pod"),
+	"Node":                    kind("", "k8s.node"),
+	"ReplicationController":   kind("", "k8s.replicationcontroller"),
+	"ResourceQuota":           kind("", "k8s.resourcequota"),
+	"Deployment":              kind("apps", "k8s.deployment"),
+	"ReplicaSet":              kind("apps", "k8s.replicaset"),
+	"StatefulSet":             kind("apps", "k8s.statefulset"),
+	"DaemonSet":               kind("apps", "k8s.daemonset"),
+	"Job":                     kind("batch", "k8s.job"),
+	"CronJob":                 kind("batch", "k8s.cronjob"),
+	"HorizontalPodAutoscaler": kind("autoscaling", "k8s.hpa"),
 }
 
 // AttrContainerName is the semantic conventions' container name, written on
@@ -54,19 +58,28 @@ func identityKeys() []string {
 	}
 	for _, k := range []string{"Pod", "Node", "ReplicationController", "ResourceQuota", "Deployment", "ReplicaSet",
 		"StatefulSet", "DaemonSet", "Job", "CronJob", "HorizontalPodAutoscaler"} {
-		keys = append(keys, semconvKinds[k].prefix+".name", semconvKinds[k].prefix+".uid")
+		keys = append(keys, semconvKinds[k].nameKey, semconvKinds[k].uidKey)
 	}
 	return keys
 }
 
-// semconvPrefix is the semantic-conventions prefix of ref's kind, or "" when
-// the conventions do not name it (or its API version is of another group:
-// a custom resource may reuse a built-in kind's name). An empty API version
+// identityKeySet holds IdentityKeys, for a lookup per attribute.
+var identityKeySet = func() map[string]struct{} {
+	m := make(map[string]struct{}, len(IdentityKeys))
+	for _, k := range IdentityKeys {
+		m[k] = struct{}{}
+	}
+	return m
+}()
+
+// semconvOf is the semantic-conventions kind of ref, or false when the
+// conventions do not name it (or its API version is of another group: a
+// custom resource may reuse a built-in kind's name). An empty API version
 // is accepted, as senders often leave it out.
-func semconvPrefix(ref ObjectRef) string {
+func semconvOf(ref ObjectRef) (semconvKind, bool) {
 	k, ok := semconvKinds[ref.Kind]
 	if !ok {
-		return ""
+		return semconvKind{}, false
 	}
 	if ref.APIVersion != "" {
 		group, _, found := strings.Cut(ref.APIVersion, "/")
@@ -74,10 +87,10 @@ func semconvPrefix(ref ObjectRef) string {
 			group = "" // "v1": the core group
 		}
 		if group != k.group {
-			return ""
+			return semconvKind{}, false
 		}
 	}
-	return k.prefix
+	return k, true
 }
 
 // containerName is the container a Pod's field path names, or "".
@@ -93,6 +106,38 @@ func containerName(fieldPath string) string {
 	return ""
 }
 
+// identity is the identity keys a resource holds for one object, with
+// their values, in the order PutIdentity appends them.
+type identity struct {
+	keys, values [10]string
+	n            int
+}
+
+func (id *identity) add(k, v string) {
+	if v != "" {
+		id.keys[id.n], id.values[id.n] = k, v
+		id.n++
+	}
+}
+
+// set fills id with ref's identity keys.
+func (id *identity) set(ref ObjectRef) {
+	id.add(AttrNamespace, ref.Namespace)
+	id.add(AttrObjectKind, ref.Kind)
+	id.add(AttrObjectName, ref.Name)
+	id.add(AttrObjectUID, ref.UID)
+	id.add(AttrObjectAPIVersion, ref.APIVersion)
+	id.add(AttrObjectFieldPath, ref.FieldPath)
+	id.add(AttrObjectResourceVer, ref.ResourceVersion)
+	if k, ok := semconvOf(ref); ok {
+		id.add(k.nameKey, ref.Name)
+		id.add(k.uidKey, ref.UID)
+		if k.nameKey == "k8s.pod.name" {
+			id.add(AttrContainerName, containerName(ref.FieldPath))
+		}
+	}
+}
+
 // PutIdentity replaces every identity key of a resource's attributes with
 // ref's: k8s.namespace.name, k8s.object.*, and the semantic conventions'
 // keys of its kind (k8s.pod.name and k8s.pod.uid for a Pod, k8s.node.name
@@ -100,43 +145,59 @@ func containerName(fieldPath string) string {
 // contract keys; the source host, which k8s.node.name held on contrib's
 // resources, goes on the record as k8s.event.source.host (EncodeRepairs,
 // Encode).
+//
+// A key that already holds ref's value (the first copy of it) is kept
+// where it is, with no new value made: a resource that came describing
+// the regarding object (contrib's k8s_events receiver) changes little.
+// The keys it lacks are appended.
 func PutIdentity(attrs pcommon.Map, ref ObjectRef) {
-	RemoveKeys(attrs, IdentityKeys)
-	attrs.EnsureCapacity(attrs.Len() + 10) // one allocation, not one per growth
-	putStr(attrs, AttrNamespace, ref.Namespace)
-	putStr(attrs, AttrObjectKind, ref.Kind)
-	putStr(attrs, AttrObjectName, ref.Name)
-	putStr(attrs, AttrObjectUID, ref.UID)
-	putStr(attrs, AttrObjectAPIVersion, ref.APIVersion)
-	putStr(attrs, AttrObjectFieldPath, ref.FieldPath)
-	putStr(attrs, AttrObjectResourceVer, ref.ResourceVersion)
-	prefix := semconvPrefix(ref)
-	if prefix == "" {
-		return
-	}
-	putStr(attrs, prefix+".name", ref.Name)
-	putStr(attrs, prefix+".uid", ref.UID)
-	if prefix == "k8s.pod" {
-		putStr(attrs, AttrContainerName, containerName(ref.FieldPath))
-	}
-}
-
-// HoldsIdentityKey reports whether attrs hold any key PutIdentity writes.
-func HoldsIdentityKey(attrs pcommon.Map) bool {
-	for k := range attrs.All() {
-		if isIdentityKey(k) {
-			return true
+	var id identity
+	id.set(ref)
+	var kept uint16 // bit i: id.keys[i] holds its value already
+	attrs.RemoveIf(func(k string, v pcommon.Value) bool {
+		if !IsIdentityKey(k) {
+			return false
+		}
+		for i := range id.n {
+			if id.keys[i] == k {
+				keep := kept&(1<<i) == 0 && v.Type() == pcommon.ValueTypeStr && v.Str() == id.values[i]
+				if keep {
+					kept |= 1 << i
+				}
+				return !keep
+			}
+		}
+		return true
+	})
+	attrs.EnsureCapacity(attrs.Len() + id.n - bits.OnesCount16(kept)) // one allocation, not one per growth
+	for i := range id.n {
+		if kept&(1<<i) == 0 {
+			attrs.PutStr(id.keys[i], id.values[i])
 		}
 	}
-	return false
 }
 
-func isIdentityKey(k string) bool { return slices.Contains(IdentityKeys, k) }
+// IsIdentityKey reports whether PutIdentity may write k.
+func IsIdentityKey(k string) bool {
+	_, ok := identityKeySet[k]
+	return ok
+}
+
+// RemoveIdentityKeys removes every copy of every key PutIdentity may write.
+func RemoveIdentityKeys(attrs pcommon.Map) {
+	attrs.RemoveIf(func(k string, _ pcommon.Value) bool { return IsIdentityKey(k) })
+}
 
 // writesNodeName reports whether PutIdentity writes k8s.node.name for ref
 // (a Node's name), which a reader must then not take for the legacy
 // source host: the record says k8s.event.source.host, empty if need be.
-func writesNodeName(ref ObjectRef) bool { return semconvPrefix(ref) == "k8s.node" && ref.Name != "" }
+func writesNodeName(ref ObjectRef) bool {
+	if ref.Kind != "Node" || ref.Name == "" {
+		return false
+	}
+	k, ok := semconvOf(ref)
+	return ok && k.nameKey == AttrNodeName
+}
 
 // putSourceHost writes the source host on a record as
 // k8s.event.source.host: when set, and as "" when its resource's

@@ -212,3 +212,32 @@ func DropDuplicateKeys(attrs pcommon.Map) {
 func RemoveKeys(attrs pcommon.Map, keys []string) {
 	attrs.RemoveIf(func(k string, _ pcommon.Value) bool { return slices.Contains(keys, k) })
 }
+
+// KeySet is a set of contract keys, for removing them in one pass with
+// one table lookup per attribute (RemoveKeys compares each attribute with
+// every key it is given).
+type KeySet uint64
+
+// NewKeySet is the set of keys, every one of which must be a contract key.
+func NewKeySet(keys ...string) KeySet {
+	var s KeySet
+	for _, k := range keys {
+		i := keyIndex(k)
+		if i < 0 {
+			panic("k8sevent: " + k + " is not a contract key")
+		}
+		s |= 1 << i
+	}
+	return s
+}
+
+// Has reports whether k is in s.
+func (s KeySet) Has(k string) bool {
+	i := keyIndex(k)
+	return i >= 0 && s&(1<<i) != 0
+}
+
+// Remove removes every copy of s's keys from attrs.
+func (s KeySet) Remove(attrs pcommon.Map) {
+	attrs.RemoveIf(func(k string, _ pcommon.Value) bool { return s.Has(k) })
+}

@@ -36,29 +36,95 @@ var StateKeys = []string{
 // reads the resource when the record lacks a key).
 var OwnedKeys = append([]string{AttrEventName, AttrEventNamespace}, StateKeys...)
 
+// Sets of StateKeys and OwnedKeys.
+var (
+	stateKeySet = NewKeySet(StateKeys...)
+	OwnedKeySet = NewKeySet(OwnedKeys...)
+)
+
 // EncodeState writes st over lr: its EventName, every copy of StateKeys
 // removed, then the fields of st's mode only.
 func EncodeState(lr plog.LogRecord, st *State) {
+	var e StateEncoder
+	e.Encode(lr, st)
+}
+
+// StateEncoder writes States (EncodeState), keeping the text of the times
+// it formatted last: a series' first occurrence rarely changes, and the
+// records decided together often share their times. Its zero value is
+// ready; it is not safe for concurrent use.
+type StateEncoder struct {
+	times [4]timeText // first and last occurrence, RFC 3339 with ns and µs
+}
+
+type timeText struct {
+	ns   int64
+	text string
+}
+
+// The places of StateEncoder.times.
+const (
+	firstNano = iota
+	lastNano
+	firstMicro
+	lastMicro
+)
+
+// format is ns formatted in layout, remembered in place i.
+func (e *StateEncoder) format(i int, ns int64, layout string) string {
+	t := &e.times[i]
+	if t.text == "" || t.ns != ns {
+		t.ns, t.text = ns, formatUnixNano(ns, layout)
+	}
+	return t.text
+}
+
+// Encode writes st over lr, as EncodeState does.
+func (e *StateEncoder) Encode(lr plog.LogRecord, st *State) {
 	lr.SetEventName(EventName)
 	attrs := lr.Attributes()
-	attrs.PutStr(AttrEventName, st.Name)
-	RemoveKeys(attrs, StateKeys)
+	keepStr(attrs, AttrEventName, st.Name)
+	stateKeySet.Remove(attrs)
+	attrs.EnsureCapacity(attrs.Len() + st.adds()) // one allocation at most, not one per growth
 	attrs.PutInt(AttrNewOccurrences, st.NewOccurrences)
 	if st.SeriesState == "" {
 		attrs.PutInt(AttrCount, st.Count)
-		attrs.PutStr(AttrFirstTimestamp, formatUnixNano(st.First, time.RFC3339Nano))
-		attrs.PutStr(AttrLastTimestamp, formatUnixNano(st.Last, time.RFC3339Nano))
+		attrs.PutStr(AttrFirstTimestamp, e.format(firstNano, st.First, time.RFC3339Nano))
+		attrs.PutStr(AttrLastTimestamp, e.format(lastNano, st.Last, time.RFC3339Nano))
 		if st.Aggregated {
 			attrs.PutBool(AttrAggregated, true)
 		}
 		return
 	}
 	attrs.PutStr(AttrSeriesState, st.SeriesState)
-	attrs.PutStr(AttrEventTime, formatUnixNano(st.First, MicroTimeFormat))
+	attrs.PutStr(AttrEventTime, e.format(firstMicro, st.First, MicroTimeFormat))
 	if st.SeriesState != StateSingleton {
 		attrs.PutInt(AttrSeriesCount, st.Count)
-		attrs.PutStr(AttrSeriesLastObserved, formatUnixNano(st.Last, MicroTimeFormat))
+		attrs.PutStr(AttrSeriesLastObserved, e.format(lastMicro, st.Last, MicroTimeFormat))
 	}
+}
+
+// adds is how many keys Encode adds after removing StateKeys.
+func (st *State) adds() int {
+	switch {
+	case st.SeriesState == "" && st.Aggregated:
+		return 5 // new occurrences, count, first and last timestamp, aggregated
+	case st.SeriesState == "":
+		return 4
+	case st.SeriesState == StateSingleton:
+		return 3 // new occurrences, state, event time
+	default:
+		return 5 // and series count, last observed
+	}
+}
+
+// keepStr puts v under k, but leaves a first copy that holds it already
+// as it is (setting a value allocates).
+func keepStr(attrs pcommon.Map, k, v string) {
+	if old, ok := attrs.Get(k); ok && old.Type() == pcommon.ValueTypeStr && old.Str() == v {
+		return
+	}
+	attrs.PutStr(k, v)
 }
 
 // EncodeRepairs writes back onto lr, a copy of the record ev was decoded

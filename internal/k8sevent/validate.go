@@ -136,17 +136,13 @@ func Sanitize(ev *Event, now time.Time) (repaired, fatal Problem) {
 // record is refused whole, before a cache holds it or a write carries it,
 // since cutting an identity would merge distinct objects.
 func oversized(ev *Event) bool {
-	for _, f := range [...]string{ev.Name, ev.Namespace, ev.UID, ev.SourceComponent, ev.SourceHost,
-		ev.Regarding.Kind, ev.Regarding.Namespace, ev.Regarding.Name, ev.Regarding.UID,
-		ev.Regarding.FieldPath, ev.Regarding.ResourceVersion,
-		ev.Related.Kind, ev.Related.Namespace, ev.Related.Name, ev.Related.UID,
-		ev.Related.FieldPath, ev.Related.ResourceVersion} {
-		if len(f) > MaxNameBytes {
-			return true
-		}
-	}
-	return len(ev.Regarding.APIVersion) > MaxQualifiedNameBytes || len(ev.Related.APIVersion) > MaxQualifiedNameBytes ||
-		len(ev.ReportingController) > MaxQualifiedNameBytes
+	// max of the lengths: no copy of the strings into an array to range over.
+	return max(len(ev.Name), len(ev.Namespace), len(ev.UID), len(ev.SourceComponent), len(ev.SourceHost),
+		len(ev.Regarding.Kind), len(ev.Regarding.Namespace), len(ev.Regarding.Name), len(ev.Regarding.UID),
+		len(ev.Regarding.FieldPath), len(ev.Regarding.ResourceVersion),
+		len(ev.Related.Kind), len(ev.Related.Namespace), len(ev.Related.Name), len(ev.Related.UID),
+		len(ev.Related.FieldPath), len(ev.Related.ResourceVersion)) > MaxNameBytes ||
+		max(len(ev.Regarding.APIVersion), len(ev.Related.APIVersion), len(ev.ReportingController)) > MaxQualifiedNameBytes
 }
 
 // isDNS1123Label is the rule a namespace name follows, without the regular
@@ -342,8 +338,12 @@ var knownTypes = [...]string{TypeNormal, TypeWarning, TypeError, TypeCritical}
 // canonicalType is t spelled as knownTypes spell it, in any case; any other
 // type (empty, unknown) is Normal, as client-go's recorders treat it.
 func canonicalType(t string) string {
+	switch t { // as written, nearly always: no case folding
+	case TypeNormal, TypeWarning, TypeError, TypeCritical:
+		return t
+	}
 	for _, k := range knownTypes {
-		if t == k || strings.EqualFold(t, k) {
+		if strings.EqualFold(t, k) {
 			return k
 		}
 	}

@@ -235,7 +235,13 @@ func rotatingBatches(shape recordShape, keyOf func(round int) func(int) int) []*
 
 // perRecord reports the wall time per record and the process's CPU time
 // per record: on a shared machine the wall time counts the time other work
-// held the cores, the CPU time does not.
+// held the cores, the CPU time does not. Both count the garbage collection
+// that runs while the timer runs, most of it (duplicate-heavy streams,
+// where the processor allocates next to nothing) of the input batches a
+// receiver would allocate; GOGC=off shows the time without it. (The
+// runtime's own estimate of its GC CPU time, runtime/metrics, counts wall
+// time of its workers and exceeded the process's CPU time on a loaded
+// machine: not reported.)
 func perRecord(b *testing.B) {
 	cpu.stop()
 	b.StopTimer()

@@ -1,7 +1,6 @@
 package eventseriesprocessor // import "github.com/k8sevents/otel-k8sevents/processor/eventseriesprocessor"
 
 import (
-	"slices"
 	"time"
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
@@ -29,12 +28,17 @@ import (
 // moved, which holds it as it came but for the identity keys of emitted
 // records, which it held none of and which are removed again.
 //
+// The only record of an input ResourceLogs (the k8s_events receivers send
+// one record per ResourceLogs) moves out with its ResourceLogs: resource,
+// scope and record, no copy, whatever keys the resource held.
+//
 // The resource of emitted records carries their regarding object's identity
 // (k8sevent.PutIdentity, as contrib's k8s_events receiver places it), so a
 // run of emitted records shares an output resource only while they are
 // about one object.
 type output struct {
 	legacy  bool
+	enc     *k8sevent.StateEncoder
 	logs    plog.Logs
 	records plog.LogRecordSlice
 	src     source
@@ -47,7 +51,11 @@ type output struct {
 	movedIdentity bool
 }
 
-func newOutput(legacy bool) output { return output{legacy: legacy, movedRL: -1} }
+// newOutput makes an output writing states with enc, which it does not
+// share with another goroutine.
+func newOutput(legacy bool, enc *k8sevent.StateEncoder) output {
+	return output{legacy: legacy, enc: enc, movedRL: -1}
+}
 
 // source identifies where the current output scope's records come from.
 type source struct {
@@ -89,6 +97,29 @@ func (o *output) scope(src source, obj *k8sevent.ObjectRef, rl plog.ResourceLogs
 	return o.records
 }
 
+// place moves input record lr, of src, into the output and returns it
+// there. The only record of its ResourceLogs moves with its ResourceLogs:
+// no other record needs that resource or scope.
+func (o *output) place(src source, obj *k8sevent.ObjectRef, rl plog.ResourceLogs, sl plog.ScopeLogs,
+	lr plog.LogRecord,
+) plog.LogRecord {
+	if rl.ScopeLogs().Len() != 1 || sl.LogRecords().Len() != 1 {
+		dst := o.scope(src, obj, rl, sl).AppendEmpty()
+		lr.MoveTo(dst)
+		return dst
+	}
+	if !o.started {
+		o.logs, o.started = plog.NewLogs(), true
+	}
+	outRL := o.logs.ResourceLogs().AppendEmpty()
+	rl.MoveTo(outRL)
+	if src.emitted {
+		ownResource(outRL.Resource().Attributes(), src, obj)
+	}
+	o.src, o.obj, o.records = src, *obj, outRL.ScopeLogs().At(0).LogRecords()
+	return o.records.At(0)
+}
+
 // resource fills dst with the resource of input ResourceLogs src.rl, in,
 // for records of src: for emitted records, without the keys the processor
 // owns and with obj's identity. It moves in the first time, unless that
@@ -100,7 +131,7 @@ func (o *output) resource(src source, obj *k8sevent.ObjectRef, in, dst pcommon.R
 	case o.movedRL == src.rl:
 		o.moved.CopyTo(dst)
 		if o.movedIdentity { // in held no identity key: this restores it
-			k8sevent.RemoveKeys(dst.Attributes(), k8sevent.IdentityKeys)
+			k8sevent.RemoveIdentityKeys(dst.Attributes())
 		}
 	case src.emitted && (src.dupKeys || stripsKeys(in.Attributes())):
 		in.CopyTo(dst)
@@ -113,18 +144,26 @@ func (o *output) resource(src source, obj *k8sevent.ObjectRef, in, dst pcommon.R
 		return
 	}
 	if src.emitted {
-		attrs := dst.Attributes()
-		k8sevent.RemoveKeys(attrs, k8sevent.OwnedKeys)
-		k8sevent.DropDuplicateKeys(attrs)
-		k8sevent.PutIdentity(attrs, *obj)
+		ownResource(dst.Attributes(), src, obj)
 	}
+}
+
+// ownResource makes the resource attributes of src's emitted records
+// theirs: without the keys the processor owns or a second copy of a
+// contract key, with obj's identity.
+func ownResource(attrs pcommon.Map, src source, obj *k8sevent.ObjectRef) {
+	k8sevent.OwnedKeySet.Remove(attrs)
+	if src.dupKeys {
+		k8sevent.DropDuplicateKeys(attrs)
+	}
+	k8sevent.PutIdentity(attrs, *obj)
 }
 
 // stripsKeys reports whether a resource holds a processor-owned or an
 // identity key.
 func stripsKeys(attrs pcommon.Map) bool {
 	for k := range attrs.All() {
-		if slices.Contains(k8sevent.OwnedKeys, k) || slices.Contains(k8sevent.IdentityKeys, k) {
+		if k8sevent.OwnedKeySet.Has(k) || k8sevent.IsIdentityKey(k) {
 			return true
 		}
 	}
@@ -137,7 +176,7 @@ var noObject k8sevent.ObjectRef
 
 // pass moves an input record out unchanged.
 func (o *output) pass(src source, rl plog.ResourceLogs, sl plog.ScopeLogs, lr plog.LogRecord) {
-	lr.MoveTo(o.scope(src, &noObject, rl, sl).AppendEmpty())
+	o.place(src, &noObject, rl, sl, lr)
 }
 
 // emitInput writes an emission made of the input record lr, whose decoded
@@ -146,8 +185,7 @@ func (o *output) emitInput(src source, rl plog.ResourceLogs, sl plog.ScopeLogs, 
 	em *engine.Emission, ev *k8sevent.Event, problems k8sevent.Problem,
 ) {
 	src.emitted = true
-	dst := o.scope(src, &ev.Regarding, rl, sl).AppendEmpty()
-	lr.MoveTo(dst)
+	dst := o.place(src, &ev.Regarding, rl, sl, lr)
 	k8sevent.EncodeRepairs(dst, ev, problems)
 	o.annotate(dst, em)
 }
@@ -172,5 +210,5 @@ func (o *output) annotate(dst plog.LogRecord, em *engine.Emission) {
 	if !o.legacy {
 		st.SeriesState = engine.KindNames[em.Kind]
 	}
-	k8sevent.EncodeState(dst, &st)
+	o.enc.Encode(dst, &st)
 }

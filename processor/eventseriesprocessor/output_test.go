@@ -87,3 +87,65 @@ func TestEmittedResourceNamesItsObject(t *testing.T) {
 	}
 	assert.Positive(t, timers, "a timer record was checked too")
 }
+
+// TestOnlyRecordMovesWithItsResourceLogs: the only record of a ResourceLogs
+// goes out with its ResourceLogs moved whole (no copy of its resource, which
+// names the object as contrib's receiver places it); a record that shares
+// its ResourceLogs with another goes out through a copy of the resource.
+// Both ways write the same resource, schema URLs, scope and record.
+func TestOnlyRecordMovesWithItsResourceLogs(t *testing.T) {
+	type out struct {
+		res, attrs                   map[string]any
+		scope, version, rlURL, slURL string
+		body                         string
+		ts                           time.Time
+	}
+	run := func(withLogLine bool) out {
+		ev := podEvent("web-0", "BackOff", "Back-off restarting")
+		ev.Regarding.FieldPath = "spec.containers{app}"
+		ev.Name, ev.UID, ev.Time, ev.FirstTimestamp = "web-0.17f0", "event-uid", t0, t0
+		ld := contribRecord(ev)
+		rl := ld.ResourceLogs().At(0)
+		rl.SetSchemaUrl("https://example.com/resource")
+		rl.Resource().Attributes().PutStr("service.name", "app")
+		rl.Resource().Attributes().PutStr(k8sevent.AttrSeriesState, "ongoing") // owned: stripped
+		sl := rl.ScopeLogs().At(0)
+		sl.SetSchemaUrl("https://example.com/scope")
+		sl.Scope().SetName("k8s_events")
+		sl.Scope().SetVersion("1.2.3")
+		if withLogLine {
+			// a second record: the resource is copied, not moved (this one
+			// reads as an Event record without a reason, and is dropped)
+			sl.LogRecords().AppendEmpty().Body().SetStr("a log line")
+		}
+		h := newHarness(t, eventTime)
+		h.consume(ld)
+		var got []out
+		for _, ld := range h.sink.AllLogs() {
+			for i := range ld.ResourceLogs().Len() {
+				orl := ld.ResourceLogs().At(i)
+				osl := orl.ScopeLogs().At(0)
+				lr := osl.LogRecords().At(0)
+				if lr.EventName() != k8sevent.EventName {
+					continue
+				}
+				require.Equal(t, 1, osl.LogRecords().Len())
+				got = append(got, out{res: orl.Resource().Attributes().AsRaw(), attrs: lr.Attributes().AsRaw(),
+					scope: osl.Scope().Name(), version: osl.Scope().Version(), rlURL: orl.SchemaUrl(),
+					slURL: osl.SchemaUrl(), body: lr.Body().Str(), ts: lr.Timestamp().AsTime()})
+			}
+		}
+		require.Len(t, got, 1, "one Event record emitted")
+		return got[0]
+	}
+	moved, copied := run(false), run(true)
+	assert.Equal(t, copied, moved)
+	assert.Equal(t, "app", moved.res["service.name"])
+	assert.Equal(t, "web-0", moved.res["k8s.pod.name"])
+	assert.Equal(t, "app", moved.res[k8sevent.AttrContainerName])
+	assert.NotContains(t, moved.res, k8sevent.AttrSeriesState)
+	assert.NotContains(t, moved.res, k8sevent.AttrNodeName, "the source host goes on the record")
+	assert.Equal(t, "node-1", moved.attrs[k8sevent.AttrSourceHost])
+	assert.Equal(t, "k8s_events", moved.scope)
+	assert.Equal(t, "https://example.com/resource", moved.rlURL)
+}

@@ -49,6 +49,7 @@ type eventSeriesProcessor struct {
 	watermark  int64
 	pending    outbox // decided, not yet taken by next
 	reported   engine.Stats
+	enc        k8sevent.StateEncoder // of the records decided (output)
 	logRate    *ratelog.Limiter[k8sevent.Problem]
 	refusalLog *ratelog.Limiter[string]
 	timerAt    int64         // deadline the goroutine waits for; 0 when none
@@ -211,7 +212,7 @@ func (p *eventSeriesProcessor) ConsumeLogs(ctx context.Context, ld plog.Logs) er
 // observe decides the batch's records at the processing clock wall; the
 // caller holds p.mu and the turn.
 func (p *eventSeriesProcessor) observe(ctx context.Context, ld plog.Logs, wall int64) output {
-	out := newOutput(p.cfg.Mode == modeLegacy)
+	out := newOutput(p.cfg.Mode == modeLegacy, &p.enc)
 	var counts problemCounts
 	batchNow := wall
 	if p.eventTime {
@@ -302,7 +303,7 @@ func (p *eventSeriesProcessor) eventNow(t, limit int64, c *problemCounts) int64 
 
 // timerRecords makes the records of emissions no input carries; the caller holds p.mu.
 func (p *eventSeriesProcessor) timerRecords(ems []engine.Emission) output {
-	out := newOutput(p.cfg.Mode == modeLegacy)
+	out := newOutput(p.cfg.Mode == modeLegacy, &p.enc)
 	for i := range ems {
 		out.emitTimer(&ems[i])
 	}

@@ -93,13 +93,12 @@ func TestLegacyRecordsCarryCounts(t *testing.T) {
 }
 
 func TestNonEventRecords(t *testing.T) {
-	plain := plog.NewLogs()
-	rl := plain.ResourceLogs().AppendEmpty()
-	rl.Resource().Attributes().PutStr(k8sevent.AttrNamespace, "ns") // a pod's log, not an Event
-	rl.ScopeLogs().AppendEmpty().LogRecords().AppendEmpty().Body().SetStr("GET /healthz 200")
-
 	for _, mode := range []string{recordsPass, recordsDrop} {
 		t.Run(mode, func(t *testing.T) {
+			plain := plog.NewLogs() // each its own: the processor moves its input
+			rl := plain.ResourceLogs().AppendEmpty()
+			rl.Resource().Attributes().PutStr(k8sevent.AttrNamespace, "ns") // a pod's log, not an Event
+			rl.ScopeLogs().AppendEmpty().LogRecords().AppendEmpty().Body().SetStr("GET /healthz 200")
 			h := newHarness(t, func(cfg *Config) { cfg.NonEventRecords = mode })
 			h.consume(plain)
 			outcome := "passed"
