@@ -62,12 +62,19 @@ func (c *lru[V]) find(key string) (h uint64, s int32) {
 
 // Get returns key's value and makes it the most recently used.
 func (c *lru[V]) Get(key string) (v V, ok bool) {
-	_, s := c.find(key)
+	v, _, ok = c.getHash(key)
+	return v, ok
+}
+
+// getHash is Get, also returning key's hash: an insert of the key, if it
+// is not held, need not hash it again.
+func (c *lru[V]) getHash(key string) (v V, h uint64, ok bool) {
+	h, s := c.find(key)
 	if s < 0 {
-		return v, false
+		return v, h, false
 	}
 	c.order.touch(s)
-	return c.slots[s].val, true
+	return c.slots[s].val, h, true
 }
 
 // Peek returns key's value, leaving the order as it is.
@@ -89,7 +96,12 @@ func (c *lru[V]) Add(key string, v V) (evicted bool) {
 		c.slots[s].val = v
 		return false
 	}
-	s = c.free
+	return c.insert(key, h, v)
+}
+
+// insert is Add of a key not held, whose hash is h (see getHash).
+func (c *lru[V]) insert(key string, h uint64, v V) (evicted bool) {
+	s := c.free
 	if s >= 0 {
 		c.free = c.order.links[s].older
 	} else {
