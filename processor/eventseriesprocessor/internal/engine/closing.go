@@ -70,9 +70,9 @@ func (e *Engine) fold(st *state) {
 	layoutOf(st, &e.series).unpack(st.packed, ev)
 	ev.Note = st.note
 	e.buf = aggregateLayout.appendKey(e.buf[:0], ev)
-	sum, ok := e.states.Get(borrow(e.buf))
+	sum, h, ok := e.states.getHash(borrow(e.buf))
 	if !ok {
-		sum = e.newState(&aggregateLayout, ev, st.first)
+		sum = e.newState(&aggregateLayout, ev, st.first, h)
 		sum.aggregated = true
 	}
 	sum.first, sum.last = min(sum.first, st.first), max(sum.last, st.last)

@@ -168,7 +168,7 @@ func New(cfg Config) (*Engine, error) {
 			return nil, fmt.Errorf("unknown spam key part %q", part)
 		}
 	}
-	e.spamLayout = layout{tag: 'P', key: append(spamFields, clusterFields...)} // one filter per cluster, as each has its own recorders
+	e.spamLayout = newLayout('P', append(spamFields, clusterFields...)...) // one filter per cluster, as each has its own recorders
 	if err := e.reset(); err != nil {
 		return nil, err
 	}
@@ -281,9 +281,9 @@ func (e *Engine) Now() int64 { return e.now }
 
 func (e *Engine) observeSeries(ev *k8sevent.Event, delta, t int64) {
 	e.buf = e.series.appendKey(e.buf[:0], ev)
-	st, ok := e.states.Get(borrow(e.buf))
+	st, h, ok := e.states.getHash(borrow(e.buf))
 	if !ok {
-		st = e.newState(&e.series, ev, t)
+		st = e.newState(&e.series, ev, t, h)
 		e.due.schedule(st, e.now+int64(e.cfg.FinishAfter))
 	} else {
 		e.touch(st, ev, t)
@@ -308,8 +308,8 @@ func (e *Engine) observeSeries(ev *k8sevent.Event, delta, t int64) {
 	}
 }
 
-// newState adds a state for ev, whose key e.buf holds.
-func (e *Engine) newState(l *layout, ev *k8sevent.Event, t int64) *state {
+// newState adds a state for ev, whose key (not held, of hash h) e.buf holds.
+func (e *Engine) newState(l *layout, ev *k8sevent.Event, t int64, h uint64) *state {
 	var packed string
 	var keyLen int
 	packed, keyLen, e.buf = l.pack(e.buf, ev)
@@ -320,9 +320,9 @@ func (e *Engine) newState(l *layout, ev *k8sevent.Event, t int64) *state {
 	e.buf = strconv.AppendUint(append(e.buf[:0], nameKey(key)...), e.statesMade, 10)
 	st := e.statePool.get()
 	*st = state{packed: packed, keyLen: keyLen, heapIdx: -1, first: t, last: t, seenAt: e.now,
-		note: l.field(packed, fNote),
+		note: l.note(packed, ev),
 		name: k8sevent.GenerateName(ev.Regarding.Name, time.Unix(0, t), borrow(e.buf))}
-	e.states.Add(key, st)
+	e.states.insert(key, h, st)
 	return st
 }
 

@@ -45,9 +45,16 @@ func (f *forgotten) add(key uint64, first int64, h *horizon) {
 	g := &f.gens[0]
 	h1, h2 := probeHashes(key)
 	m := uint64(len(g.bits) * 64)
-	for i := range uint64(filterHashes) {
-		b := bitIndex(h1+i*h2, m)
-		g.bits[b/64] |= 1 << (b % 64)
+	if m&(m-1) == 0 { // max_keys a power of two (the default): a mask, decided once
+		for i := range uint64(filterHashes) {
+			b := (h1 + i*h2) & (m - 1)
+			g.bits[b/64] |= 1 << (b % 64)
+		}
+	} else {
+		for i := range uint64(filterHashes) {
+			b := (h1 + i*h2) % m
+			g.bits[b/64] |= 1 << (b % 64)
+		}
 	}
 	g.any = true
 	g.first = max(g.first, first)
@@ -62,26 +69,35 @@ func (f *forgotten) has(key uint64) bool {
 		if !g.any {
 			continue
 		}
-		m := uint64(len(g.bits) * 64)
-		in := true
-		for i := range uint64(filterHashes) {
-			b := bitIndex(h1+i*h2, m)
-			in = in && g.bits[b/64]&(1<<(b%64)) != 0
-		}
-		if in {
+		if g.has(h1, h2) {
 			return true
 		}
 	}
 	return false
 }
 
-// bitIndex is h % m, with a mask where m is a power of two (max_keys is,
-// by default): a division per probe was a tenth of a new object's cost.
-func bitIndex(h, m uint64) uint64 {
+// has reports whether g holds every bit of an object (h1, h2: see
+// probeHashes). Bit i is (h1 + i×h2) mod the bits, a mask where their
+// number is a power of two (max_keys is, by default): a division per
+// probe was a tenth of a new object's cost.
+func (g *generation) has(h1, h2 uint64) bool {
+	m := uint64(len(g.bits) * 64)
 	if m&(m-1) == 0 {
-		return h & (m - 1)
+		for i := range uint64(filterHashes) {
+			b := (h1 + i*h2) & (m - 1)
+			if g.bits[b/64]&(1<<(b%64)) == 0 {
+				return false
+			}
+		}
+		return true
 	}
-	return h % m
+	for i := range uint64(filterHashes) {
+		b := (h1 + i*h2) % m
+		if g.bits[b/64]&(1<<(b%64)) == 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // age moves g's objects into the horizon and empties g.

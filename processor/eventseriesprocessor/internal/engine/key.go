@@ -2,6 +2,7 @@ package engine
 
 import (
 	"encoding/binary"
+	"slices"
 	"strings"
 	"unsafe"
 
@@ -109,6 +110,10 @@ type layout struct {
 	tag  byte
 	key  []field
 	rest []field
+	// Where the key's and the other fields are in an Event (see
+	// fieldOffsets): what appendFields reads per record.
+	keyAt, restAt []uintptr
+	afterNote     []uintptr // the fields packed after the note (see note)
 }
 
 // allFields lists every field once, key fields first.
@@ -122,6 +127,16 @@ func newLayout(tag byte, key ...field) layout {
 		if !in[f] {
 			l.rest = append(l.rest, f)
 		}
+	}
+	for _, f := range l.key {
+		l.keyAt = append(l.keyAt, fieldOffsets[f])
+	}
+	for _, f := range l.rest {
+		l.restAt = append(l.restAt, fieldOffsets[f])
+	}
+	all := append(append([]field(nil), l.key...), l.rest...)
+	for _, f := range all[slices.Index(all, fNote)+1:] {
+		l.afterNote = append(l.afterNote, fieldOffsets[f])
 	}
 	return l
 }
@@ -150,15 +165,35 @@ var aggregateLayout = newLayout('A', fSourceComponent, fSourceHost,
 
 func (l *layout) appendKey(buf []byte, ev *k8sevent.Event) []byte {
 	buf = append(buf, l.tag)
-	return appendFields(buf, ev, l.key)
+	return appendFields(buf, ev, l.keyAt)
 }
 
 // pack returns the packed form of ev and the length of its key prefix; buf
 // must hold appendKey's result for ev. It returns buf grown, for reuse.
 func (l *layout) pack(buf []byte, ev *k8sevent.Event) (packed string, keyLen int, grown []byte) {
 	keyLen = len(buf)
-	buf = appendFields(buf, ev, l.rest)
+	buf = appendFields(buf, ev, l.restAt)
 	return string(buf), keyLen, buf
+}
+
+// note is ev's note in packed, ev's packing: a string sharing packed's
+// memory, found from ev's field lengths (field decodes every length before
+// it, which cost a new series more than packing it).
+func (l *layout) note(packed string, ev *k8sevent.Event) string {
+	end := len(packed)
+	for _, off := range l.afterNote {
+		n := len(*(*string)(unsafe.Add(unsafe.Pointer(ev), off)))
+		end -= n + uvarintLen(n)
+	}
+	return packed[end-len(ev.Note) : end]
+}
+
+func uvarintLen(n int) int {
+	w := 1
+	for ; n >= 0x80; n >>= 7 {
+		w++
+	}
+	return w
 }
 
 // unpack rebuilds into dst the fields packed holds; the strings share its memory.
@@ -212,16 +247,21 @@ func (l *layout) check(packed string) (keyLen int, ok bool) {
 	return keyLen, s == ""
 }
 
-func appendFields(buf []byte, ev *k8sevent.Event, fields []field) []byte {
+// appendFields appends the fields of ev at these offsets, each length
+// prefixed. It runs for every key of every record: an empty field (most
+// of a key's) costs one byte and no copy.
+func appendFields(buf []byte, ev *k8sevent.Event, offsets []uintptr) []byte {
 	base := unsafe.Pointer(ev)
-	for _, f := range fields {
-		s := *(*string)(unsafe.Add(base, fieldOffsets[f])) // *f.of(ev), without its switch: keys are built per record
-		if len(s) < 0x80 {
-			buf = append(buf, byte(len(s)))
-		} else {
-			buf = binary.AppendUvarint(buf, uint64(len(s)))
+	for _, off := range offsets {
+		s := *(*string)(unsafe.Add(base, off)) // *f.of(ev), without its switch
+		switch {
+		case s == "":
+			buf = append(buf, 0)
+		case len(s) < 0x80:
+			buf = append(append(buf, byte(len(s))), s...)
+		default:
+			buf = append(binary.AppendUvarint(buf, uint64(len(s))), s...)
 		}
-		buf = append(buf, s...)
 	}
 	return buf
 }

@@ -18,9 +18,9 @@ func (e *Engine) observeLegacy(ev *k8sevent.Event, delta, t int64) {
 		l = &aggregateLayout
 	}
 	e.buf = l.appendKey(e.buf[:0], ev)
-	st, ok := e.states.Get(borrow(e.buf))
+	st, h, ok := e.states.getHash(borrow(e.buf))
 	if !ok {
-		st = e.newState(l, ev, t)
+		st = e.newState(l, ev, t, h)
 		st.aggregated = aggregated
 	} else {
 		e.touch(st, ev, t)
@@ -38,13 +38,13 @@ func (e *Engine) observeLegacy(ev *k8sevent.Event, delta, t int64) {
 // least recently seen one, so the outcome is the same on every run.
 func (e *Engine) aggregate(ev *k8sevent.Event) bool {
 	e.buf = aggregateLayout.appendKey(e.buf[:0], ev)
-	a, ok := e.aggs.Get(borrow(e.buf))
+	a, h, ok := e.aggs.getHash(borrow(e.buf))
 	if !ok {
 		a = e.aggPool.get()
 		if cap(a.notes) < e.cfg.AggregateMaxEvents {
 			a.notes = make([]string, 0, e.cfg.AggregateMaxEvents)
 		}
-		e.aggs.Add(string(e.buf), a)
+		e.aggs.insert(string(e.buf), h, a)
 	}
 	if !ok || e.now-a.last > int64(e.cfg.AggregateMaxInterval) {
 		a.notes = a.notes[:0]

@@ -13,14 +13,15 @@ import (
 // slice, linked in order of use by index, and a removed entry's place is
 // reused: under churn (every record a new key, one pushed out per record)
 // adding costs no allocation, where simplelru allocated a list element
-// per entry. The index maps a hash of the key to its slot (keys sharing a
-// hash are chained), so that pushing an entry out does not hash its key
-// again: keys are long (every field of a series key), and hashing them
-// was a third of a new series' cost.
+// per entry. The index (see index) finds a key's slot by its hash, kept
+// in the slot, so that pushing an entry out does not hash its key again:
+// keys are long (every field of a series key), and hashing them was a
+// third of a new series' cost. Keys sharing a hash take positions of
+// their own; a lookup compares the keys.
 type lru[V any] struct {
 	size    int
 	n       int
-	index   map[uint64]int32 // key hash -> first slot of its chain
+	index   index // grows with the slots
 	hash    func(string) uint64
 	slots   []lruSlot[V]
 	order   order // of the slots
@@ -32,7 +33,6 @@ type lruSlot[V any] struct {
 	key  string
 	val  V
 	hash uint64
-	same int32 // next slot of a key with the same hash; -1: none
 }
 
 func newLRU[V any](size int, onEvict func(key string, v V)) (*lru[V], error) {
@@ -40,7 +40,7 @@ func newLRU[V any](size int, onEvict func(key string, v V)) (*lru[V], error) {
 		return nil, errors.New("must provide a positive size")
 	}
 	seed := maphash.MakeSeed() // the order of entries never depends on it
-	return &lru[V]{size: size, index: make(map[uint64]int32), hash: func(k string) uint64 { return maphash.String(seed, k) },
+	return &lru[V]{size: size, index: newIndex(8), hash: func(k string) uint64 { return maphash.String(seed, k) },
 		order: newOrder(0), free: -1, onEvict: onEvict}, nil
 }
 
@@ -50,24 +50,32 @@ func (c *lru[V]) Len() int { return c.n }
 // find returns key's hash and slot, -1 if it is not held.
 func (c *lru[V]) find(key string) (h uint64, s int32) {
 	h = c.hash(key)
-	s, ok := c.index[h]
-	if !ok {
-		return h, -1
+	for pos, mixed := c.index.home(h); ; pos = c.index.next(pos) {
+		p := c.index.at[pos]
+		if p.slot == 0 {
+			return h, -1
+		}
+		if sl := &c.slots[p.slot-1]; p.mixed == uint32(mixed) && sl.hash == h && sl.key == key {
+			return h, p.slot - 1
+		}
 	}
-	for s >= 0 && c.slots[s].key != key {
-		s = c.slots[s].same
-	}
-	return h, s
 }
 
 // Get returns key's value and makes it the most recently used.
 func (c *lru[V]) Get(key string) (v V, ok bool) {
-	_, s := c.find(key)
+	v, _, ok = c.getHash(key)
+	return v, ok
+}
+
+// getHash is Get, also returning key's hash: an insert of the key, if it
+// is not held, need not hash it again.
+func (c *lru[V]) getHash(key string) (v V, h uint64, ok bool) {
+	h, s := c.find(key)
 	if s < 0 {
-		return v, false
+		return v, h, false
 	}
 	c.order.touch(s)
-	return c.slots[s].val, true
+	return c.slots[s].val, h, true
 }
 
 // Peek returns key's value, leaving the order as it is.
@@ -89,7 +97,12 @@ func (c *lru[V]) Add(key string, v V) (evicted bool) {
 		c.slots[s].val = v
 		return false
 	}
-	s = c.free
+	return c.insert(key, h, v)
+}
+
+// insert is Add of a key not held, whose hash is h (see getHash).
+func (c *lru[V]) insert(key string, h uint64, v V) (evicted bool) {
+	s := c.free
 	if s >= 0 {
 		c.free = c.order.links[s].older
 	} else {
@@ -97,14 +110,14 @@ func (c *lru[V]) Add(key string, v V) (evicted bool) {
 		c.slots = append(c.slots, lruSlot[V]{})
 		c.order.links = append(c.order.links, link{})
 	}
-	same, ok := c.index[h]
-	if !ok {
-		same = -1
-	}
-	c.slots[s] = lruSlot[V]{key: key, val: v, hash: h, same: same}
-	c.index[h] = s
-	c.order.linkNewest(s)
 	c.n++
+	if !c.index.fits(c.n) {
+		c.grow()
+	}
+	c.slots[s] = lruSlot[V]{key: key, val: v, hash: h}
+	_, mixed := c.index.home(h)
+	c.index.place(mixed, s)
+	c.order.linkNewest(s)
 	if c.n > c.size {
 		c.remove(c.order.oldest)
 		return true
@@ -155,21 +168,20 @@ func (c *lru[V]) remove(s int32) {
 	c.order.unlink(s)
 	sl := &c.slots[s]
 	key, v := sl.key, sl.val
-	switch first := c.index[sl.hash]; {
-	case first != s: // further down its chain
-		for c.slots[first].same != s {
-			first = c.slots[first].same
-		}
-		c.slots[first].same = sl.same
-	case sl.same >= 0:
-		c.index[sl.hash] = sl.same
-	default:
-		delete(c.index, sl.hash)
-	}
+	c.index.free(c.index.of(sl.hash, s))
 	c.n--
 	*sl = lruSlot[V]{} // holds no key or value for the garbage collector to keep
 	c.order.links[s].older, c.free = c.free, s
 	if c.onEvict != nil {
 		c.onEvict(key, v)
+	}
+}
+
+// grow doubles the index, placing the entries again.
+func (c *lru[V]) grow() {
+	c.index = newIndex(len(c.index.at)) // newIndex takes 1.5×: the next power of two up
+	for s := c.order.oldest; s >= 0; s = c.order.links[s].newer {
+		_, mixed := c.index.home(c.slots[s].hash)
+		c.index.place(mixed, s)
 	}
 }

@@ -25,11 +25,11 @@ func (e *Engine) allow(ev *k8sevent.Event, st *state, update bool) bool {
 		return true
 	}
 	e.spamBuf = e.spamLayout.appendKey(e.spamBuf[:0], ev)
-	b, ok := e.spam.Get(borrow(e.spamBuf))
+	b, h, ok := e.spam.getHash(borrow(e.spamBuf))
 	if !ok {
 		b = e.bucketPool.get()
 		b.set(e.cfg.SpamQPS, e.cfg.SpamBurst, float64(e.cfg.SpamBurst), e.now)
-		e.spam.Add(string(e.spamBuf), b)
+		e.spam.insert(string(e.spamBuf), h, b)
 	}
 	// A timer record may fire at a deadline before a token this bucket
 	// already gave (deadlines come due out of order within one Advance):

@@ -5,9 +5,9 @@ package engine
 // object is the common case (every occurrence of an events.k8s.io Event,
 // of a raw storm, of an app sending OTLP is an object of its own), so
 // adding one costs no allocation and no key string: the slots are one
-// slice made up front, linked in order of use by index, and found by
-// linear probing in an index of positions kept at most two thirds full.
-// The index holds at most 2^32 positions: max_keys is far below.
+// slice made up front, linked in order of use by slot index, and found
+// by hash in an index (see index). The index holds at most 2^31 slots:
+// max_keys is far below.
 //
 // An object is known by the 64-bit FNV-1a hash of its key (keyHash), not
 // by the key. Two keys sharing it by chance would share a total, and the
@@ -19,21 +19,12 @@ package engine
 type totalTable struct {
 	slots   []totalSlot // cap is the capacity
 	order   order       // of the slots
-	index   []position
-	mask    uint64
+	index   index
 	onEvict func(hash uint64, t *total)
 	// missed and missedAt: the hash get last did not find and its free
 	// position, so that the add that follows need not probe again.
 	missed   uint64
 	missedAt int64 // -1: none
-}
-
-// position is one place of the index: its slot and the low half of the
-// mixed hash, which both rejects most other hashes and gives the home
-// position without reading the slot (a cache miss per probe otherwise).
-type position struct {
-	mixed uint32
-	slot  int32 // slot index + 1; 0: free
 }
 
 type totalSlot struct {
@@ -42,13 +33,9 @@ type totalSlot struct {
 }
 
 func newTotalTable(capacity int, onEvict func(hash uint64, t *total)) *totalTable {
-	positions := 1
-	for positions < capacity+capacity/2 {
-		positions <<= 1
-	}
 	return &totalTable{
-		slots: make([]totalSlot, 0, capacity), order: newOrder(capacity), index: make([]position, positions),
-		mask: uint64(positions - 1), onEvict: onEvict, missedAt: -1,
+		slots: make([]totalSlot, 0, capacity), order: newOrder(capacity), index: newIndex(capacity),
+		onEvict: onEvict, missedAt: -1,
 	}
 }
 
@@ -83,7 +70,7 @@ func (t *totalTable) add(hash uint64, tot total) bool {
 		s = t.order.oldest
 		old := &t.slots[s]
 		t.order.unlink(s)
-		t.unindex(old.hash)
+		t.index.free(t.index.of(old.hash, s))
 		if t.onEvict != nil {
 			t.onEvict(old.hash, &old.total)
 		}
@@ -93,7 +80,7 @@ func (t *totalTable) add(hash uint64, tot total) bool {
 		t.slots = t.slots[:s+1]
 	}
 	t.slots[s] = totalSlot{hash: hash, total: tot}
-	t.index[pos] = position{mixed: uint32(mix64(hash)), slot: s + 1}
+	t.index.at[pos] = position{mixed: uint32(mix64(hash)), slot: s + 1}
 	t.order.linkNewest(s)
 	return true
 }
@@ -127,40 +114,14 @@ func (t *totalTable) resized(capacity int) (*totalTable, int) {
 // find returns the position holding hash and its slot, or the free
 // position where it would go and -1.
 func (t *totalTable) find(hash uint64) (pos uint64, slot int32) {
-	mixed := mix64(hash)
-	pos = mixed & t.mask
-	for {
-		p := t.index[pos]
+	pos, mixed := t.index.home(hash)
+	for ; ; pos = t.index.next(pos) {
+		p := t.index.at[pos]
 		if p.slot == 0 {
 			return pos, -1
 		}
 		if p.mixed == uint32(mixed) && t.slots[p.slot-1].hash == hash {
 			return pos, p.slot - 1
 		}
-		pos = (pos + 1) & t.mask
-	}
-}
-
-// unindex frees hash's position, moving back each later entry of its run
-// that may take it (linear probing's deletion: no tombstones to wear the
-// index out under churn).
-func (t *totalTable) unindex(hash uint64) {
-	pos, _ := t.find(hash)
-	for {
-		t.index[pos] = position{}
-		next := pos
-		for {
-			next = (next + 1) & t.mask
-			p := t.index[next]
-			if p.slot == 0 {
-				return
-			}
-			home := uint64(p.mixed) & t.mask
-			if (next-home)&t.mask >= (next-pos)&t.mask { // pos lies on its way from home
-				break
-			}
-		}
-		t.index[pos] = t.index[next]
-		pos = next
 	}
 }

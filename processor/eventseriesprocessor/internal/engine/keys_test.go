@@ -1,0 +1,96 @@
+package engine
+
+import (
+	"encoding/binary"
+	"math/rand/v2"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/k8sevents/otel-k8sevents/internal/k8sevent"
+)
+
+// randomEvent sets every field of an Event to a random string: empty,
+// short, or long enough for a two-byte length prefix.
+func randomEvent(rng *rand.Rand) k8sevent.Event {
+	var ev k8sevent.Event
+	for f := fType; f <= lastField; f++ {
+		switch rng.IntN(4) {
+		case 0:
+		case 1:
+			*f.of(&ev) = strings.Repeat("x", rng.IntN(20))
+		case 2:
+			*f.of(&ev) = strings.Repeat("y", 0x7f+rng.IntN(3)) // around the one-byte prefix's limit
+		default:
+			*f.of(&ev) = strings.Repeat("z", rng.IntN(400))
+		}
+	}
+	return ev
+}
+
+// The packing is the one snapshots hold: every field through field.of,
+// length prefixed, key fields first; a state's note is its packing's.
+func TestPackingIsTheSnapshotsAndNotesShareIt(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	layouts := []*layout{&identicalLayout, &aggregateLayout}
+	for _, rv := range []bool{false, true} {
+		l := seriesLayout(rv)
+		layouts = append(layouts, &l)
+	}
+	e, err := New(defaults())
+	require.NoError(t, err)
+	layouts = append(layouts, &e.spamLayout)
+	for range 2000 {
+		ev := randomEvent(rng)
+		for _, l := range layouts {
+			want := []byte{l.tag}
+			for i, fields := range [2][]field{l.key, l.rest} {
+				for _, f := range fields {
+					want = append(binary.AppendUvarint(want, uint64(len(*f.of(&ev)))), *f.of(&ev)...)
+				}
+				if i == 0 {
+					require.Equal(t, string(want), string(l.appendKey(nil, &ev)), "key of layout %c", l.tag)
+				}
+			}
+			packed, keyLen, _ := l.pack(l.appendKey(nil, &ev), &ev)
+			require.Equal(t, string(want), packed)
+			check, ok := l.check(packed)
+			require.True(t, ok)
+			require.Equal(t, check, keyLen)
+			require.Equal(t, ev.Note, l.note(packed, &ev))
+			require.Equal(t, l.field(packed, fNote), l.note(packed, &ev), "the note as field finds it")
+		}
+	}
+}
+
+// The filter of forgotten objects sets bit (h1 + i×h2) mod its bits for
+// each probe i (what snapshots hold), whether max_keys is a power of two
+// (a mask) or not; an object put in is found, in either generation.
+func TestForgottenSetsTheSnapshotsBits(t *testing.T) {
+	for _, maxKeys := range []int{64, 100} {
+		f := newForgotten(maxKeys)
+		want := make([]uint64, len(f.gens[0].bits))
+		h := horizon{first: unknownTime, last: unknownTime}
+		var keys []uint64
+		for i := range uint64(50) {
+			key := mix64(i + 1)
+			f.add(key, 0, &h)
+			keys = append(keys, key)
+			h1, h2 := probeHashes(key)
+			m := uint64(len(want) * 64)
+			for j := range uint64(filterHashes) {
+				b := (h1 + j*h2) % m
+				want[b/64] |= 1 << (b % 64)
+			}
+		}
+		require.Equal(t, want, f.gens[0].bits, "max_keys %d", maxKeys)
+		for _, key := range keys {
+			require.True(t, f.has(key))
+		}
+		f.gens[0], f.gens[1] = f.gens[1], f.gens[0] // the previous generation is read too
+		for _, key := range keys {
+			require.True(t, f.has(key))
+		}
+	}
+}
