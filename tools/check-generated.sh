@@ -36,7 +36,8 @@ if ! out=$("$go" generate ./... 2>&1); then
 fi
 git add -A
 if ! git diff --cached --quiet; then
-	echo "check-generated: these generated files do not match their metadata.yaml:" >&2
+	echo "check-generated: these generated files do not match their metadata.yaml" >&2
+	echo "(M: differs, A: missing from the tree, D: in the tree but mdatagen no longer makes it):" >&2
 	git diff --cached --name-status | sed 's/^/  /' >&2
 	echo "Run 'make generate' and commit the result; do not edit mdatagen's output by hand" >&2
 	echo "(change metadata.yaml instead). The difference (- as in the tree, + as generated):" >&2
