@@ -33,6 +33,7 @@ import (
 // cap is taken; the collector stays up, its peak RSS stays under 512 MB,
 // and a good record sent afterwards becomes its Event.
 func TestHostileNestedPayload(t *testing.T) {
+	t.Parallel()
 	binary(t)
 	srv := kubetest.Start(t)
 	grpcAddr, httpAddr := loopback(t), loopback(t)
