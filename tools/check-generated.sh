@@ -28,7 +28,7 @@ git ls-files -z --cached --others --exclude-standard --deduplicate |
 cd "$tmp/tree"
 git init -q .
 git add -A
-git -c user.name=check -c user.email=check@localhost commit -q --no-verify -m copy
+git -c user.name=check -c user.email=check@localhost -c commit.gpgsign=false commit -q --no-verify -m copy
 if ! out=$("$go" generate ./... 2>&1); then
 	echo "check-generated: make generate failed in a copy of the tree:" >&2
 	echo "$out" >&2
