@@ -32,7 +32,6 @@ import (
 // fast this machine is; they share one API server, one after the other, its
 // Events deleted in between (the runs write the same names).
 func TestScaleOut(t *testing.T) {
-	t.Parallel()
 	binary(t)
 	occs, err := storm.Scenario("mixed")
 	require.NoError(t, err)
