@@ -28,6 +28,15 @@ import (
 	"github.com/k8sevents/otel-k8sevents/internal/harness/collectorproc"
 )
 
+// TestMain removes what the package's tests share once they are done.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if exampleBuild.dir != "" {
+		_ = os.RemoveAll(exampleBuild.dir)
+	}
+	os.Exit(code)
+}
+
 // collector is one collector process of a test, with its loopback ports.
 type collector struct {
 	*collectorproc.Collector

@@ -202,18 +202,39 @@ service:
 `, port, kubeconfig, controller)
 }
 
+// exampleBuild is recorder/example built once for the package: its two
+// tests run in parallel and would otherwise compile it twice at once (a
+// cold build cache gains nothing from the first). TestMain removes dir.
+var exampleBuild struct {
+	once      sync.Once
+	dir, path string
+	failure   string
+}
+
 // buildExample builds recorder/example in the recorder module's own
 // directory; "" when the build failed (logged).
 func buildExample(t *testing.T) string {
-	out := filepath.Join(t.TempDir(), "recorder-example")
-	cmd := exec.Command("go", "build", "-o", out, "./example")
-	cmd.Dir = filepath.Join("..", "recorder")
-	cmd.Env = append(os.Environ(), "GOWORK=off")
-	if msg, err := cmd.CombinedOutput(); err != nil {
-		t.Logf("go build ./example in recorder/: %v\n%s", err, msg)
-		return ""
+	exampleBuild.once.Do(func() {
+		dir, err := os.MkdirTemp("", "e2e-recorder-example-")
+		if err != nil {
+			exampleBuild.failure = fmt.Sprintf("temp dir for recorder/example: %v", err)
+			return
+		}
+		exampleBuild.dir = dir
+		out := filepath.Join(dir, "recorder-example")
+		cmd := exec.Command("go", "build", "-o", out, "./example")
+		cmd.Dir = filepath.Join("..", "recorder")
+		cmd.Env = append(os.Environ(), "GOWORK=off")
+		if msg, err := cmd.CombinedOutput(); err != nil {
+			exampleBuild.failure = fmt.Sprintf("go build ./example in recorder/: %v\n%s", err, msg)
+			return
+		}
+		exampleBuild.path = out
+	})
+	if exampleBuild.path == "" {
+		t.Log(exampleBuild.failure)
 	}
-	return out
+	return exampleBuild.path
 }
 
 // requireSameStorm checks that the example's own copy of the crashloop
