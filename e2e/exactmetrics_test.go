@@ -32,7 +32,6 @@ const occurrencesMetric = "k8s_event_occurrences_total"
 // series ends, and its last count reaches the counter, soon after the
 // storm.
 func TestExactMetrics(t *testing.T) {
-	t.Parallel()
 	binary(t) // skips before starting an API server when the collector is not built
 	start := time.Now()
 	srv := kubetest.Start(t)
