@@ -18,8 +18,11 @@ test: apiserver otelcol image lint
 	cd recorder && $(GO) test -race -count=1 -timeout 10m .  # ./example has no tests: vet and e2e/recorder_test.go build it
 	cd tools/image && GOWORK=off $(GO) test -race -count=1 -timeout 5m .  # make image's builder; e2e/image_test.go checks its image
 
+## lint: gofmt; mdatagen's output matches metadata.yaml (regenerated in a temp copy by tools/check-generated.sh,
+## the working tree is never written); go vet.
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	GO=$(GO) tools/check-generated.sh
 	$(GO) vet $(PKGS)
 	cd recorder && $(GO) vet ./...
 

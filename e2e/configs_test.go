@@ -14,6 +14,7 @@ import (
 // configuration: each must name only compiled-in components with settings
 // their Validate accepts, with the ${env:...} defaults as written.
 func TestReadyConfigsValidate(t *testing.T) {
+	t.Parallel()
 	bin := binary(t)
 	files, err := filepath.Glob("../testdata/config/*.yaml")
 	require.NoError(t, err)
@@ -38,6 +39,7 @@ func TestReadyConfigsValidate(t *testing.T) {
 // k8sevent (one letter from the receiver's k8sevents, which it now shares),
 // is still accepted; a name that is neither is refused.
 func TestDeprecatedExporterTypeStillWorks(t *testing.T) {
+	t.Parallel()
 	bin := binary(t)
 	config := func(typ string) string {
 		f := filepath.Join(t.TempDir(), typ+".yaml")

@@ -43,6 +43,7 @@ const (
 // for leader election, the receiver and the exporter, and the mirror does
 // not read its own output back.
 func TestDeployManifests(t *testing.T) {
+	t.Parallel()
 	binary(t) // skips before starting an API server when the collector is not built
 	srv := kubetest.Start(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)

@@ -35,6 +35,7 @@ const faultSpeed = 8
 // shutdown flush (with the default 6m every open series would get one more
 // record after the outage, which repairs a write lost in it).
 func TestFaultDestinationDownMidStorm(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	occs := faultStorm(t, 10*time.Minute, 3*time.Minute, 12*time.Second)
@@ -76,6 +77,7 @@ func TestFaultDestinationDownMidStorm(t *testing.T) {
 // is back. The test waits until the processor holds nothing open and the
 // exporter has met the outage; B stays down 30 s in all.
 func TestFaultDestinationDownAsStormEnds(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	occs := faultStorm(t, 4*time.Minute, 2*time.Minute, 8*time.Second)
@@ -117,6 +119,7 @@ func TestFaultDestinationDownAsStormEnds(t *testing.T) {
 // finish_after 5s makes the finished patches meet the limit too, before
 // the shutdown.
 func TestFaultThrottledByEventRateLimit(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	occs := faultStorm(t, 4*time.Minute, 2*time.Minute, 8*time.Second)

@@ -30,6 +30,7 @@ import (
 // PersistentVolumeClaim per pod, and that each ServiceAccount may do what
 // its components do and nothing more (SubjectAccessReview).
 func TestHandOverDeployManifestsStrict(t *testing.T) {
+	t.Parallel()
 	srv := kubetest.Start(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()

@@ -9,6 +9,7 @@ import (
 )
 
 func TestHarnessConfigLayout(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	c := startCollector(t, dir, `
 receivers:

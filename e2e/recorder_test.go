@@ -59,6 +59,7 @@ type exampleSummary struct {
 // recorder retried. client-go's results and every run's API writes are
 // logged for the table in recorder/README.md.
 func TestRecorderStorm(t *testing.T) {
+	t.Parallel()
 	binary(t)
 	built := make(chan string, 1)
 	go func() { built <- buildExample(t) }()
@@ -137,6 +138,7 @@ func TestRecorderStorm(t *testing.T) {
 // speed) goes straight to the API server; every (object, reason) pair is
 // there, and the recorder counts every event as handed over.
 func TestRecorderFallback(t *testing.T) {
+	t.Parallel()
 	example := buildExample(t)
 	require.NotEmpty(t, example, "recorder/example did not build")
 	srv := kubetest.Start(t)
@@ -200,18 +202,39 @@ service:
 `, port, kubeconfig, controller)
 }
 
+// exampleBuild is recorder/example built once for the package: its two
+// tests run in parallel and would otherwise compile it twice at once (a
+// cold build cache gains nothing from the first). TestMain removes dir.
+var exampleBuild struct {
+	once      sync.Once
+	dir, path string
+	failure   string
+}
+
 // buildExample builds recorder/example in the recorder module's own
 // directory; "" when the build failed (logged).
 func buildExample(t *testing.T) string {
-	out := filepath.Join(t.TempDir(), "recorder-example")
-	cmd := exec.Command("go", "build", "-o", out, "./example")
-	cmd.Dir = filepath.Join("..", "recorder")
-	cmd.Env = append(os.Environ(), "GOWORK=off")
-	if msg, err := cmd.CombinedOutput(); err != nil {
-		t.Logf("go build ./example in recorder/: %v\n%s", err, msg)
-		return ""
+	exampleBuild.once.Do(func() {
+		dir, err := os.MkdirTemp("", "e2e-recorder-example-")
+		if err != nil {
+			exampleBuild.failure = fmt.Sprintf("temp dir for recorder/example: %v", err)
+			return
+		}
+		exampleBuild.dir = dir
+		out := filepath.Join(dir, "recorder-example")
+		cmd := exec.Command("go", "build", "-o", out, "./example")
+		cmd.Dir = filepath.Join("..", "recorder")
+		cmd.Env = append(os.Environ(), "GOWORK=off")
+		if msg, err := cmd.CombinedOutput(); err != nil {
+			exampleBuild.failure = fmt.Sprintf("go build ./example in recorder/: %v\n%s", err, msg)
+			return
+		}
+		exampleBuild.path = out
+	})
+	if exampleBuild.path == "" {
+		t.Log(exampleBuild.failure)
 	}
-	return out
+	return exampleBuild.path
 }
 
 // requireSameStorm checks that the example's own copy of the crashloop
