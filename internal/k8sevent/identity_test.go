@@ -26,13 +26,18 @@ func TestPutIdentityReplacesTheSendersIdentity(t *testing.T) {
 	attrs.PutStr("service.name", "my-controller")
 	attrs.PutStr("k8s.cluster.name", "prod-eu")
 
-	k8sevent.PutIdentity(attrs, k8sevent.ObjectRef{
-		Kind: "Pod", Namespace: "shop", Name: "web-0", UID: "pod-uid", APIVersion: "v1",
-		FieldPath: "spec.containers{app}",
-	})
-	assert.Equal(t, map[string]any{
-		"service.name":           "my-controller",
-		"k8s.cluster.name":       "prod-eu",
+	k8sevent.PutIdentity(attrs, web0)
+	assert.Equal(t, web0Identity(map[string]any{"service.name": "my-controller", "k8s.cluster.name": "prod-eu"}), attrs.AsRaw())
+}
+
+// web0 is a Pod's container, the regarding object of the identity tests.
+var web0 = k8sevent.ObjectRef{Kind: "Pod", Namespace: "shop", Name: "web-0", UID: "pod-uid", APIVersion: "v1",
+	FieldPath: "spec.containers{app}"}
+
+// web0Identity is what PutIdentity(attrs, web0) leaves on a resource, plus
+// the keys of other that are not identity keys.
+func web0Identity(other map[string]any) map[string]any {
+	want := map[string]any{
 		"k8s.namespace.name":     "shop",
 		"k8s.object.kind":        "Pod",
 		"k8s.object.name":        "web-0",
@@ -42,7 +47,11 @@ func TestPutIdentityReplacesTheSendersIdentity(t *testing.T) {
 		"k8s.pod.name":           "web-0",
 		"k8s.pod.uid":            "pod-uid",
 		"k8s.container.name":     "app",
-	}, attrs.AsRaw())
+	}
+	for k, v := range other {
+		want[k] = v
+	}
+	return want
 }
 
 func TestPutIdentityKinds(t *testing.T) {

@@ -50,20 +50,8 @@ func TestPutIdentityOverHeldIdentity(t *testing.T) {
 		[2]string{"k8s.object.resource_version", ""},
 		[2]string{"k8s.object.kind", "Pod"}, // a second copy of the right value: removed too
 	)
-	k8sevent.PutIdentity(attrs, k8sevent.ObjectRef{Kind: "Pod", Namespace: "shop", Name: "web-0", UID: "pod-uid",
-		APIVersion: "v1", FieldPath: "spec.containers{app}"})
-	want := map[string]any{
-		"service.name":           "app",
-		"k8s.namespace.name":     "shop",
-		"k8s.object.kind":        "Pod",
-		"k8s.object.name":        "web-0",
-		"k8s.object.uid":         "pod-uid",
-		"k8s.object.api_version": "v1",
-		"k8s.object.fieldpath":   "spec.containers{app}",
-		"k8s.pod.name":           "web-0",
-		"k8s.pod.uid":            "pod-uid",
-		"k8s.container.name":     "app",
-	}
+	k8sevent.PutIdentity(attrs, web0)
+	want := web0Identity(map[string]any{"service.name": "app"})
 	require.Equal(t, want, attrs.AsRaw())
 	require.Equal(t, len(want), attrs.Len(), "every key once")
 }
