@@ -2,8 +2,10 @@ package k8sevent
 
 import (
 	"math"
+	"math/bits"
 	"strconv"
 	"time"
+	"unsafe"
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/plog"
@@ -31,8 +33,13 @@ type DecodeOptions struct {
 // and writers of records drop it (DropDuplicateKeys), so that no reader can
 // be shown another value than the processor decided on.
 func DecodeAttributes(attrs pcommon.Map, dst *Event, opts DecodeOptions) (problems Problem, found bool) {
+	// One pass: a table lookup and a compare find each contract key, a
+	// string is stored at its field's offset, other values are kept and
+	// read after the pass in key order. The loop body stays small enough
+	// to be inlined into the map's iterator: a call and a switch per
+	// attribute were most of the cost of decoding.
 	var seen uint64
-	var nodeName pcommon.Value
+	var others [numOtherKeys]pcommon.Value
 	for k, v := range attrs.All() {
 		i := keyIndex(k)
 		if i < 0 {
@@ -43,84 +50,98 @@ func DecodeAttributes(attrs pcommon.Map, dst *Event, opts DecodeOptions) (proble
 			continue
 		}
 		seen |= 1 << i
-		if i == keyNodeName {
-			nodeName = v // the source host only if the map has no k8s.event.source.host
+		if stringKeys&(1<<i) == 0 {
+			others[otherSlot[i]] = v
 			continue
 		}
-		problems |= decodeKey(i, v, dst, opts)
-		// The namespace, node and cluster keys also sit on every log from a
-		// pod or node; alone they do not make a record an Event.
-		found = found || (i != keyNamespace && i != keyClusterName && i != keyClusterUID)
+		s := v.Str() // str, by hand: the call was a fifth of the cost
+		if s == "" {
+			s = strOther(v)
+		}
+		*stringField(dst, i) = s
 	}
+	if seen&^stringKeys == 0 {
+		// The namespace and cluster keys also sit on every log from a pod
+		// or node; alone they do not make a record an Event.
+		return problems, seen&^(1<<keyNamespace|1<<keyClusterName|1<<keyClusterUID) != 0
+	}
+	found = seen&^(1<<keyNamespace|1<<keyClusterName|1<<keyClusterUID|1<<keyNodeName) != 0
 	if seen&(1<<keyNodeName) != 0 && seen&(1<<keySourceHost) == 0 {
-		dst.SourceHost = str(nodeName)
+		// the node name is the source host only if the map has no k8s.event.source.host
+		dst.SourceHost = str(others[otherSlot[keyNodeName]])
+	}
+	for rest := seen &^ stringKeys &^ (1 << keyNodeName); rest != 0; rest &= rest - 1 {
+		i := contractKey(bits.TrailingZeros64(rest))
+		problems |= decodeKey(i, others[otherSlot[i]], dst, opts)
 	}
 	return problems, found
 }
 
-// decodeKey reads the value of contract key i into dst.
+// numOtherKeys is the number of contract keys not in stringKeys, each of
+// which has a place in a decoder's others (otherSlot).
+const numOtherKeys = numContractKeys - 26
+
+var otherSlot = func() (s [numContractKeys]int8) {
+	n := 0
+	for i := range numContractKeys {
+		s[i] = -1
+		if stringKeys&(1<<i) == 0 {
+			s[i] = int8(n)
+			n++
+		}
+	}
+	if n != int(numOtherKeys) {
+		panic("k8sevent: numOtherKeys is not the number of keys outside stringKeys")
+	}
+	return s
+}()
+
+// stringKeys are the contract keys whose value is one string field of an
+// Event (stringFields), read without a switch per key.
+const stringKeys = 1<<keyEventName | 1<<keyEventUID | 1<<keyEventNamespace | 1<<keyReason | 1<<keyAction |
+	1<<keyNamespace | 1<<keyObjectKind | 1<<keyObjectName | 1<<keyObjectUID | 1<<keyObjectAPIVersion |
+	1<<keyObjectFieldPath | 1<<keyObjectResourceVer | 1<<keySourceComponent | 1<<keySourceHost |
+	1<<keyReportingController | 1<<keyReportingInstance | 1<<keyRelatedKind | 1<<keyRelatedName |
+	1<<keyRelatedNamespace | 1<<keyRelatedUID | 1<<keyRelatedAPIVersion | 1<<keyRelatedFieldPath |
+	1<<keyRelatedResourceVer | 1<<keySeriesState | 1<<keyClusterName | 1<<keyClusterUID
+
+// stringOffsets are where in an Event the string field of each of
+// stringKeys sits: the decoder stores a value there with no switch per
+// key and no table of pointers made per call.
+var stringOffsets = func() (o [numContractKeys]uintptr) {
+	var ev Event
+	base := uintptr(unsafe.Pointer(&ev))
+	at := func(f *string) uintptr { return uintptr(unsafe.Pointer(f)) - base }
+	o[keyEventName], o[keyEventUID], o[keyEventNamespace] = at(&ev.Name), at(&ev.UID), at(&ev.Namespace)
+	o[keyReason], o[keyAction] = at(&ev.Reason), at(&ev.Action)
+	o[keyNamespace], o[keyObjectKind], o[keyObjectName] = at(&ev.Regarding.Namespace), at(&ev.Regarding.Kind), at(&ev.Regarding.Name)
+	o[keyObjectUID], o[keyObjectAPIVersion] = at(&ev.Regarding.UID), at(&ev.Regarding.APIVersion)
+	o[keyObjectFieldPath], o[keyObjectResourceVer] = at(&ev.Regarding.FieldPath), at(&ev.Regarding.ResourceVersion)
+	o[keySourceComponent], o[keySourceHost] = at(&ev.SourceComponent), at(&ev.SourceHost)
+	o[keyReportingController], o[keyReportingInstance] = at(&ev.ReportingController), at(&ev.ReportingInstance)
+	o[keyRelatedKind], o[keyRelatedName], o[keyRelatedNamespace] = at(&ev.Related.Kind), at(&ev.Related.Name), at(&ev.Related.Namespace)
+	o[keyRelatedUID], o[keyRelatedAPIVersion] = at(&ev.Related.UID), at(&ev.Related.APIVersion)
+	o[keyRelatedFieldPath], o[keyRelatedResourceVer] = at(&ev.Related.FieldPath), at(&ev.Related.ResourceVersion)
+	o[keySeriesState], o[keyClusterName], o[keyClusterUID] = at(&ev.SeriesState), at(&ev.Cluster.Name), at(&ev.Cluster.UID)
+	return o
+}()
+
+// stringField is ev's string field of key i, one of stringKeys.
+func stringField(ev *Event, i contractKey) *string {
+	return (*string)(unsafe.Add(unsafe.Pointer(ev), stringOffsets[i]))
+}
+
+// decodeKey reads the value of contract key i, not one of stringKeys, into dst.
 func decodeKey(i contractKey, v pcommon.Value, dst *Event, opts DecodeOptions) (p Problem) {
 	switch i {
-	case keyEventName:
-		dst.Name = str(v)
-	case keyEventUID:
-		dst.UID = str(v)
-	case keyEventNamespace:
-		dst.Namespace = str(v)
-	case keyReason:
-		dst.Reason = str(v)
-	case keyAction:
-		dst.Action = str(v)
-	case keyNamespace:
-		dst.Regarding.Namespace = str(v)
-	case keyObjectKind:
-		dst.Regarding.Kind = str(v)
-	case keyObjectName:
-		dst.Regarding.Name = str(v)
-	case keyObjectUID:
-		dst.Regarding.UID = str(v)
-	case keyObjectAPIVersion:
-		dst.Regarding.APIVersion = str(v)
-	case keyObjectFieldPath:
-		dst.Regarding.FieldPath = str(v)
-	case keyObjectResourceVer:
-		dst.Regarding.ResourceVersion = str(v)
-	case keySourceComponent:
-		dst.SourceComponent = str(v)
-	case keySourceHost:
-		dst.SourceHost = str(v)
-	case keyReportingController:
-		dst.ReportingController = str(v)
-	case keyReportingInstance:
-		dst.ReportingInstance = str(v)
-	case keyRelatedKind:
-		dst.Related.Kind = str(v)
-	case keyRelatedName:
-		dst.Related.Name = str(v)
-	case keyRelatedNamespace:
-		dst.Related.Namespace = str(v)
-	case keyRelatedUID:
-		dst.Related.UID = str(v)
-	case keyRelatedAPIVersion:
-		dst.Related.APIVersion = str(v)
-	case keyRelatedFieldPath:
-		dst.Related.FieldPath = str(v)
-	case keyRelatedResourceVer:
-		dst.Related.ResourceVersion = str(v)
 	case keyCount:
 		dst.Count, p = integer(v)
 	case keySeriesCount:
 		dst.SeriesCount, p = integer(v)
-	case keySeriesState:
-		dst.SeriesState = str(v)
 	case keyAggregated:
 		dst.Aggregated = v.Type() == pcommon.ValueTypeBool && v.Bool()
 	case keyNewOccurrences:
 		dst.NewOccurrences, p = integer(v)
-	case keyClusterName:
-		dst.Cluster.Name = str(v)
-	case keyClusterUID:
-		dst.Cluster.UID = str(v)
 	case keyFirstTimestamp:
 		p = decodeTime(v, &dst.FirstTimestamp, opts, 0)
 	case keyLastTimestamp:
@@ -263,8 +284,16 @@ func putTime(attrs pcommon.Map, k string, t time.Time, layout string) {
 
 // str reads any value as a string; only non-string values allocate.
 func str(v pcommon.Value) string {
-	if s := v.Str(); s != "" || v.Type() == pcommon.ValueTypeStr {
+	if s := v.Str(); s != "" {
 		return s
+	}
+	return strOther(v)
+}
+
+// strOther is str of an empty string or a value of another type.
+func strOther(v pcommon.Value) string {
+	if v.Type() == pcommon.ValueTypeStr {
+		return ""
 	}
 	return v.AsString()
 }

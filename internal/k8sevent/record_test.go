@@ -353,3 +353,29 @@ func TestProblemString(t *testing.T) {
 	(k8sevent.ProblemsFatal).Each(func(n string) { names = append(names, n) })
 	assert.Equal(t, []string{"missing_reason", "missing_regarding", "bad_namespace", "oversized_field"}, names)
 }
+
+// TestEveryStringKeyDecodesIntoItsOwnField: a map holding one contract key
+// with a string value decodes into the one Event field that encodes back
+// to that key and value, and to nothing else (the decoder stores strings
+// at field offsets; a wrong offset would write another field).
+func TestEveryStringKeyDecodesIntoItsOwnField(t *testing.T) {
+	skip := map[string]bool{ // not plain strings, or read as another key
+		k8sevent.AttrNodeName: true, k8sevent.AttrCount: true, k8sevent.AttrSeriesCount: true,
+		k8sevent.AttrAggregated: true, k8sevent.AttrNewOccurrences: true, k8sevent.AttrStartTime: true,
+		k8sevent.AttrFirstTimestamp: true, k8sevent.AttrLastTimestamp: true, k8sevent.AttrEventTime: true,
+		k8sevent.AttrSeriesLastObserved: true,
+	}
+	for _, k := range k8sevent.ContractKeys {
+		if skip[k] {
+			continue
+		}
+		in := pcommon.NewMap()
+		in.PutStr("other.key", "x")
+		in.PutStr(k, "value-of-"+k)
+		var ev k8sevent.Event
+		_, _ = k8sevent.DecodeAttributes(in, &ev, k8sevent.DecodeOptions{})
+		lr := plog.NewLogRecord()
+		k8sevent.Encode(&ev, lr)
+		assert.Equal(t, map[string]any{k: "value-of-" + k}, lr.Attributes().AsRaw(), k)
+	}
+}
