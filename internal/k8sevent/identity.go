@@ -63,15 +63,6 @@ func identityKeys() []string {
 	return keys
 }
 
-// identityKeySet holds IdentityKeys, for a lookup per attribute.
-var identityKeySet = func() map[string]struct{} {
-	m := make(map[string]struct{}, len(IdentityKeys))
-	for _, k := range IdentityKeys {
-		m[k] = struct{}{}
-	}
-	return m
-}()
-
 // semconvOf is the semantic-conventions kind of ref, or false when the
 // conventions do not name it (or its API version is of another group: a
 // custom resource may reuse a built-in kind's name). An empty API version
@@ -151,10 +142,32 @@ func (id *identity) set(ref ObjectRef) {
 // the regarding object (contrib's k8s_events receiver) changes little.
 // The keys it lacks are appended.
 func PutIdentity(attrs pcommon.Map, ref ObjectRef) {
+	putIdentity(attrs, ref, 0, false)
+}
+
+// OwnResource makes attrs the resource of emitted records about ref, in one
+// pass over it: every copy of the keys in owned removed, with dupKeys every
+// copy of a contract key after the first (DropDuplicateKeys), and ref's
+// identity put (PutIdentity).
+func OwnResource(attrs pcommon.Map, ref ObjectRef, owned KeySet, dupKeys bool) {
+	putIdentity(attrs, ref, owned, dupKeys)
+}
+
+func putIdentity(attrs pcommon.Map, ref ObjectRef, owned KeySet, dupKeys bool) {
 	var id identity
 	id.set(ref)
 	var kept uint16 // bit i: id.keys[i] holds its value already
+	var seen uint64 // contract keys met, with dupKeys
 	attrs.RemoveIf(func(k string, v pcommon.Value) bool {
+		if owned != 0 || dupKeys {
+			if i := keyIndex(k); i >= 0 {
+				dup := dupKeys && seen&(1<<i) != 0
+				seen |= 1 << i
+				if dup || owned&(1<<i) != 0 {
+					return true
+				}
+			}
+		}
 		if !IsIdentityKey(k) {
 			return false
 		}
@@ -179,8 +192,20 @@ func PutIdentity(attrs pcommon.Map, ref ObjectRef) {
 
 // IsIdentityKey reports whether PutIdentity may write k.
 func IsIdentityKey(k string) bool {
-	_, ok := identityKeySet[k]
-	return ok
+	// A switch, not a map: it runs on every attribute of every emitted
+	// record's resource, and most keys are told apart by their length.
+	switch k {
+	case AttrNamespace, AttrObjectKind, AttrObjectName, AttrObjectUID, AttrObjectAPIVersion,
+		AttrObjectFieldPath, AttrObjectResourceVer, AttrContainerName,
+		"k8s.pod.name", "k8s.pod.uid", "k8s.node.name", "k8s.node.uid",
+		"k8s.replicationcontroller.name", "k8s.replicationcontroller.uid",
+		"k8s.resourcequota.name", "k8s.resourcequota.uid", "k8s.deployment.name", "k8s.deployment.uid",
+		"k8s.replicaset.name", "k8s.replicaset.uid", "k8s.statefulset.name", "k8s.statefulset.uid",
+		"k8s.daemonset.name", "k8s.daemonset.uid", "k8s.job.name", "k8s.job.uid",
+		"k8s.cronjob.name", "k8s.cronjob.uid", "k8s.hpa.name", "k8s.hpa.uid":
+		return true
+	}
+	return false
 }
 
 // RemoveIdentityKeys removes every copy of every key PutIdentity may write.

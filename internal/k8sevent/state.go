@@ -86,22 +86,7 @@ func (e *StateEncoder) Encode(lr plog.LogRecord, st *State) {
 	keepStr(attrs, AttrEventName, st.Name)
 	stateKeySet.Remove(attrs)
 	attrs.EnsureCapacity(attrs.Len() + st.adds()) // one allocation at most, not one per growth
-	attrs.PutInt(AttrNewOccurrences, st.NewOccurrences)
-	if st.SeriesState == "" {
-		attrs.PutInt(AttrCount, st.Count)
-		attrs.PutStr(AttrFirstTimestamp, e.format(firstNano, st.First, time.RFC3339Nano))
-		attrs.PutStr(AttrLastTimestamp, e.format(lastNano, st.Last, time.RFC3339Nano))
-		if st.Aggregated {
-			attrs.PutBool(AttrAggregated, true)
-		}
-		return
-	}
-	attrs.PutStr(AttrSeriesState, st.SeriesState)
-	attrs.PutStr(AttrEventTime, e.format(firstMicro, st.First, MicroTimeFormat))
-	if st.SeriesState != StateSingleton {
-		attrs.PutInt(AttrSeriesCount, st.Count)
-		attrs.PutStr(AttrSeriesLastObserved, e.format(lastMicro, st.Last, MicroTimeFormat))
-	}
+	e.putState(attrs, st)
 }
 
 // adds is how many keys Encode adds after removing StateKeys.
@@ -140,21 +125,7 @@ func EncodeRepairs(lr plog.LogRecord, ev *Event, problems Problem) {
 	if problems&ProblemDuplicateKey != 0 { // rare: a pass over every attribute
 		DropDuplicateKeys(attrs)
 	}
-	if problems&ProblemLongNote != 0 {
-		lr.Body().SetStr(ev.Note)
-	}
-	if problems&ProblemBadType != 0 {
-		SetType(lr, ev.Type)
-	}
-	if problems&ProblemZeroTime != 0 {
-		lr.SetTimestamp(pcommon.NewTimestampFromTime(ev.Time))
-	}
-	if problems&(ProblemLongField|ProblemBadController) != 0 {
-		attrs.PutStr(AttrReason, ev.Reason)
-		putOrRemove(attrs, AttrAction, ev.Action)
-		putOrRemove(attrs, AttrReportingInstance, ev.ReportingInstance)
-		putOrRemove(attrs, AttrReportingController, ev.ReportingController)
-	}
+	encodeRepairedFields(lr, ev, problems)
 	if ev.Namespace == ev.Regarding.Namespace {
 		attrs.Remove(AttrEventNamespace)
 	} else {

@@ -99,25 +99,28 @@ func (o *output) scope(src source, obj *k8sevent.ObjectRef, rl plog.ResourceLogs
 
 // place moves input record lr, of src, into the output and returns it
 // there. The only record of its ResourceLogs moves with its ResourceLogs:
-// no other record needs that resource or scope.
+// no other record needs that resource or scope. Then, for an emitted
+// record, the resource is returned as it came (the caller makes it the
+// record's: k8sevent.OwnResource); otherwise nil.
 func (o *output) place(src source, obj *k8sevent.ObjectRef, rl plog.ResourceLogs, sl plog.ScopeLogs,
 	lr plog.LogRecord,
-) plog.LogRecord {
+) (plog.LogRecord, *pcommon.Map) {
 	if rl.ScopeLogs().Len() != 1 || sl.LogRecords().Len() != 1 {
 		dst := o.scope(src, obj, rl, sl).AppendEmpty()
 		lr.MoveTo(dst)
-		return dst
+		return dst, nil
 	}
 	if !o.started {
 		o.logs, o.started = plog.NewLogs(), true
 	}
 	outRL := o.logs.ResourceLogs().AppendEmpty()
 	rl.MoveTo(outRL)
-	if src.emitted {
-		ownResource(outRL.Resource().Attributes(), src, obj)
-	}
 	o.src, o.obj, o.records = src, *obj, outRL.ScopeLogs().At(0).LogRecords()
-	return o.records.At(0)
+	if src.emitted {
+		res := outRL.Resource().Attributes()
+		return o.records.At(0), &res
+	}
+	return o.records.At(0), nil
 }
 
 // resource fills dst with the resource of input ResourceLogs src.rl, in,
@@ -152,11 +155,7 @@ func (o *output) resource(src source, obj *k8sevent.ObjectRef, in, dst pcommon.R
 // theirs: without the keys the processor owns or a second copy of a
 // contract key, with obj's identity.
 func ownResource(attrs pcommon.Map, src source, obj *k8sevent.ObjectRef) {
-	k8sevent.OwnedKeySet.Remove(attrs)
-	if src.dupKeys {
-		k8sevent.DropDuplicateKeys(attrs)
-	}
-	k8sevent.PutIdentity(attrs, *obj)
+	k8sevent.OwnResource(attrs, *obj, k8sevent.OwnedKeySet, src.dupKeys)
 }
 
 // stripsKeys reports whether a resource holds a processor-owned or an
@@ -180,14 +179,20 @@ func (o *output) pass(src source, rl plog.ResourceLogs, sl plog.ScopeLogs, lr pl
 }
 
 // emitInput writes an emission made of the input record lr, whose decoded
-// and repaired Event is ev.
+// and repaired Event is ev: the repairs and the state in one pass over the
+// record's attributes (k8sevent.EncodeEmitted), then, for a record that
+// moved with its resource, the resource made its own.
 func (o *output) emitInput(src source, rl plog.ResourceLogs, sl plog.ScopeLogs, lr plog.LogRecord,
 	em *engine.Emission, ev *k8sevent.Event, problems k8sevent.Problem,
 ) {
 	src.emitted = true
-	dst := o.place(src, &ev.Regarding, rl, sl, lr)
-	k8sevent.EncodeRepairs(dst, ev, problems)
-	o.annotate(dst, em)
+	dst, res := o.place(src, &ev.Regarding, rl, sl, lr)
+	st := o.state(em)
+	o.enc.EncodeEmitted(dst, ev, problems, &st, res) // may move the source host out of res
+	if res != nil {
+		ownResource(*res, src, &ev.Regarding)
+	}
+	o.note(dst, em)
 }
 
 // emitTimer writes an emission no input carries (heartbeat, finish, flush).
@@ -196,19 +201,25 @@ func (o *output) emitTimer(em *engine.Emission) {
 	em.Event.Time = time.Unix(0, em.Last)
 	k8sevent.Encode(&em.Event, dst)
 	dst.SetObservedTimestamp(pcommon.Timestamp(em.At))
-	o.annotate(dst, em)
+	st := o.state(em)
+	o.enc.Encode(dst, &st)
+	o.note(dst, em)
 }
 
-// annotate writes what the processor decided: the Event object the record
-// writes and its count, in the fields of the chosen mode only.
-func (o *output) annotate(dst plog.LogRecord, em *engine.Emission) {
-	if em.Note != "" {
-		dst.Body().SetStr(k8sevent.Truncate(em.Note, k8sevent.MaxNoteBytes))
-	}
+// state is what the processor decided about the Event object em writes:
+// its name and count, in the fields of the chosen mode only.
+func (o *output) state(em *engine.Emission) k8sevent.State {
 	st := k8sevent.State{Name: em.Name, Count: em.Count, First: em.First, Last: em.Last, Aggregated: em.Aggregated,
 		NewOccurrences: em.New}
 	if !o.legacy {
 		st.SeriesState = engine.KindNames[em.Kind]
 	}
-	o.enc.Encode(dst, &st)
+	return st
+}
+
+// note writes the note the engine decided (an aggregate's), if any.
+func (o *output) note(dst plog.LogRecord, em *engine.Emission) {
+	if em.Note != "" {
+		dst.Body().SetStr(k8sevent.Truncate(em.Note, k8sevent.MaxNoteBytes))
+	}
 }
