@@ -100,15 +100,15 @@ func (o *output) scope(src source, obj *k8sevent.ObjectRef, rl plog.ResourceLogs
 // place moves input record lr, of src, into the output and returns it
 // there. The only record of its ResourceLogs moves with its ResourceLogs:
 // no other record needs that resource or scope. Then, for an emitted
-// record, the resource is returned as it came (the caller makes it the
-// record's: k8sevent.OwnResource); otherwise nil.
+// record, the resource is returned as it came, with whole true (the
+// caller makes it the record's: k8sevent.OwnResource).
 func (o *output) place(src source, obj *k8sevent.ObjectRef, rl plog.ResourceLogs, sl plog.ScopeLogs,
 	lr plog.LogRecord,
-) (plog.LogRecord, *pcommon.Map) {
+) (dst plog.LogRecord, res pcommon.Map, whole bool) {
 	if rl.ScopeLogs().Len() != 1 || sl.LogRecords().Len() != 1 {
-		dst := o.scope(src, obj, rl, sl).AppendEmpty()
+		dst = o.scope(src, obj, rl, sl).AppendEmpty()
 		lr.MoveTo(dst)
-		return dst, nil
+		return dst, res, false
 	}
 	if !o.started {
 		o.logs, o.started = plog.NewLogs(), true
@@ -116,11 +116,7 @@ func (o *output) place(src source, obj *k8sevent.ObjectRef, rl plog.ResourceLogs
 	outRL := o.logs.ResourceLogs().AppendEmpty()
 	rl.MoveTo(outRL)
 	o.src, o.obj, o.records = src, *obj, outRL.ScopeLogs().At(0).LogRecords()
-	if src.emitted {
-		res := outRL.Resource().Attributes()
-		return o.records.At(0), &res
-	}
-	return o.records.At(0), nil
+	return o.records.At(0), outRL.Resource().Attributes(), src.emitted
 }
 
 // resource fills dst with the resource of input ResourceLogs src.rl, in,
@@ -186,11 +182,15 @@ func (o *output) emitInput(src source, rl plog.ResourceLogs, sl plog.ScopeLogs, 
 	em *engine.Emission, ev *k8sevent.Event, problems k8sevent.Problem,
 ) {
 	src.emitted = true
-	dst, res := o.place(src, &ev.Regarding, rl, sl, lr)
+	dst, res, whole := o.place(src, &ev.Regarding, rl, sl, lr)
 	st := o.state(em)
-	o.enc.EncodeEmitted(dst, ev, problems, &st, res) // may move the source host out of res
-	if res != nil {
-		ownResource(*res, src, &ev.Regarding)
+	var own *pcommon.Map // the record's own resource, whence the source host may move
+	if whole {
+		own = &res
+	}
+	o.enc.EncodeEmitted(dst, ev, problems, &st, own)
+	if whole {
+		ownResource(res, src, &ev.Regarding)
 	}
 	o.note(dst, em)
 }
