@@ -179,3 +179,40 @@ func TestMovedResourceReachesEveryScope(t *testing.T) {
 		})
 	}
 }
+
+// TestFaultRefusedRecordKeepsMovedSourceHost: a contrib-shaped record
+// (the sender's node as k8s.node.name on a resource of its own) goes out
+// with that host moved onto the record as k8s.event.source.host, and no
+// k8s.node.name left on its resource, also when the next consumer refuses
+// it, the last record of a series or the shutdown flush, once, for a
+// while or until the restart, and the sender scribbles over the batch it
+// handed over: every record delivered states the host, and the counts
+// delivered add up to the occurrences sent (requireExact).
+func TestFaultRefusedRecordKeepsMovedSourceHost(t *testing.T) {
+	for _, refuseFor := range []int{1, 3, -1} {
+		for from := 1; from <= 6; from++ {
+			t.Run(fmt.Sprintf("from call %d for %d", from, refuseFor), func(t *testing.T) {
+				first, second := refuseThenRestart(t, contribScript(), from, refuseFor, scribble)
+				var fromInput int
+				for _, s := range []*faultSink{first.sink, second.sink} {
+					for _, ld := range s.AllLogs() {
+						fuzzEachRecord(ld, func(rl plog.ResourceLogs, sl plog.ScopeLogs, lr plog.LogRecord) {
+							_, onResource := rl.Resource().Attributes().Get(k8sevent.AttrNodeName)
+							assert.False(t, onResource, "no k8s.node.name on the resource of a Pod's Event")
+							if sl.Scope().Name() == metadata.ScopeName {
+								return // a timer record: no input, no host
+							}
+							fromInput++
+							host, ok := lr.Attributes().Get(k8sevent.AttrSourceHost)
+							if assert.True(t, ok, "k8s.event.source.host on the record") {
+								assert.Equal(t, "node-1", host.Str())
+							}
+						})
+					}
+				}
+				assert.Positive(t, fromInput)
+				collect(t, first.sink, second.sink).requireExact(t, faultScriptOccurrences)
+			})
+		}
+	}
+}
