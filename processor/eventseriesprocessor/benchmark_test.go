@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"go.opentelemetry.io/collector/consumer"
 	"go.opentelemetry.io/collector/consumer/consumertest"
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/plog"
@@ -177,7 +178,7 @@ func BenchmarkChurn(b *testing.B) {
 // it to see the processor's own).
 func benchProcessor(b *testing.B, mode string, batches []*benchBatch, churn bool) {
 	if mode == "" {
-		benchHarness(b, batches, churn)
+		benchConsumer(b, consumertest.NewNop(), batches, churn)
 		return
 	}
 	cfg := createDefaultConfig()
@@ -187,27 +188,18 @@ func benchProcessor(b *testing.B, mode string, batches []*benchBatch, churn bool
 	if err != nil {
 		b.Fatal(err)
 	}
-	b.ReportAllocs()
-	b.ResetTimer()
-	cpu.reset()
-	for n := range b.N {
-		nextRounds(b, batches, n, churn)
-		if err := p.ConsumeLogs(context.Background(), batches[n%len(batches)].in); err != nil {
-			b.Fatal(err)
-		}
-	}
-	perRecord(b)
+	benchConsumer(b, p, batches, churn)
 	_ = p.Shutdown(context.Background())
 }
 
-func benchHarness(b *testing.B, batches []*benchBatch, churn bool) {
-	next := consumertest.NewNop()
+// benchConsumer hands c the batches in turn, a fresh copy of each.
+func benchConsumer(b *testing.B, c consumer.Logs, batches []*benchBatch, churn bool) {
 	b.ReportAllocs()
 	b.ResetTimer()
 	cpu.reset()
 	for n := range b.N {
 		nextRounds(b, batches, n, churn)
-		if err := next.ConsumeLogs(context.Background(), batches[n%len(batches)].in); err != nil {
+		if err := c.ConsumeLogs(context.Background(), batches[n%len(batches)].in); err != nil {
 			b.Fatal(err)
 		}
 	}
