@@ -134,8 +134,8 @@ func (id *identity) set(ref ObjectRef) {
 // keys of its kind (k8s.pod.name and k8s.pod.uid for a Pod, k8s.node.name
 // and k8s.node.uid for a Node, ...). The record keeps its own copy of the
 // contract keys; the source host, which k8s.node.name held on contrib's
-// resources, goes on the record as k8s.event.source.host (EncodeRepairs,
-// Encode).
+// resources, goes on the record as k8s.event.source.host (EncodeEmitted,
+// EncodeRepairs, Encode).
 //
 // A key that already holds ref's value (the first copy of it) is kept
 // where it is, with no new value made: a resource that came describing
