@@ -57,7 +57,11 @@ func TestScaleOut(t *testing.T) {
 		"REPORTING_CONTROLLER=k8sevents.io/e2e-single", "REPORTING_INSTANCE=single")
 	single := startCollectorEnv(t, singleDir, tier2, singleEnv)
 	sendAll(ctx, t, endpoint, occs)
+	// Its backlog stays in the persistent queue: a stop once waited for it
+	// to be written, over a minute under load.
+	atStop, stopAt := eventRequests(t, cs), time.Now()
 	require.NoError(t, single.Stop(time.Minute))
+	t.Logf("the single collector stopped %v after SIGTERM, with %d API writes meanwhile", time.Since(stopAt).Round(time.Millisecond), eventRequests(t, cs)-atStop)
 	// The shutdown flush waits in the persistent queue: the next start writes it.
 	single = startCollectorEnv(t, singleDir, tier2, singleEnv)
 	awaitOccurrences(t, cs, "k8sevents.io/e2e-single", truth, 0)

@@ -118,6 +118,14 @@ func (cfg *Config) stampsRequests() bool {
 	return cfg.Queue.HasValue()
 }
 
+// persistentQueue says whether a request handed back at shutdown is kept
+// for the next start: the queue has storage, and retries are on (the
+// retry sender turns the error into the shutdown error the persistent
+// queue keeps a request for; without it the request is dropped).
+func (cfg *Config) persistentQueue() bool {
+	return cfg.Queue.HasValue() && cfg.Queue.Get().StorageID != nil && cfg.BackOff.Enabled
+}
+
 // defaultQueueBytes holds about 20,000 ordinary Event records (about 1.5 KB
 // each as protobuf).
 const defaultQueueBytes = 32 << 20

@@ -73,6 +73,7 @@ func (e *k8seventExporter) start(ctx context.Context, _ component.Host) error {
 		e.logger.Info("Events written before", zap.Int("count", n))
 	}
 	e.disp = newDispatcher(e.writeOne, e.cfg.BackOff, e.cfg.TimeoutConfig.Timeout)
+	e.disp.handBack = e.cfg.persistentQueue()
 	go e.disp.loop()
 	return nil
 }
