@@ -45,6 +45,11 @@ type Config struct {
 	// most this long before the series' first (the processor's
 	// series.finish_after).
 	AdoptWindow time.Duration `mapstructure:"adopt_window"`
+	// AdoptMaxSeries caps the series (slot annotations) one object
+	// counts: a series that would add one more to a full object writes
+	// an object of its own instead of adopting it, so an object never
+	// reaches the API server's 256 KiB annotation limit.
+	AdoptMaxSeries int `mapstructure:"adopt_max_series"`
 
 	TimeoutConfig exporterhelper.TimeoutConfig                             `mapstructure:",squash"`
 	BackOff       configretry.BackOffConfig                                `mapstructure:"retry_on_failure"`
@@ -65,6 +70,7 @@ func createDefaultConfig() *Config {
 		OverrideReporting: true,
 		MaxNoteBytes:      k8sevent.MaxNoteBytes,
 		AdoptWindow:       6 * time.Minute,
+		AdoptMaxSeries:    defaultAdoptMaxSeries,
 		TimeoutConfig:     exporterhelper.TimeoutConfig{Timeout: 10 * time.Second},
 		BackOff:           configretry.NewDefaultBackOffConfig(),
 		Queue:             configoptional.Some(defaultQueue()),
@@ -134,6 +140,15 @@ const defaultQueueBytes = 32 << 20
 // the largest request the ready configs' OTLP receivers take.
 const minQueueBytes = 1 << 20
 
+// defaultAdoptMaxSeries and maxAdoptMaxSeries bound adopt_max_series. A
+// slot annotation is at most 66 bytes (a 47-byte key, a 19-digit count), so
+// 1,000 slots take at most 66,000 of the 262,144 bytes the API server
+// allows an object's annotations.
+const (
+	defaultAdoptMaxSeries = 100
+	maxAdoptMaxSeries     = 1000
+)
+
 // Validate checks the configuration.
 func (cfg *Config) Validate() error {
 	errs := []error{cfg.Config.Validate()}
@@ -163,6 +178,10 @@ func (cfg *Config) Validate() error {
 	}
 	if cfg.AdoptWindow <= 0 {
 		errs = append(errs, fmt.Errorf("adopt_window: must be positive, have %v", cfg.AdoptWindow))
+	}
+	if cfg.AdoptMaxSeries < 1 || cfg.AdoptMaxSeries > maxAdoptMaxSeries {
+		errs = append(errs, fmt.Errorf("adopt_max_series: must be 1..%d (each series' annotation takes up to 66 bytes of the API server's 256 KiB), have %d",
+			maxAdoptMaxSeries, cfg.AdoptMaxSeries))
 	}
 	if cfg.Queue.HasValue() {
 		q := cfg.Queue.Get()
