@@ -134,15 +134,9 @@ func TestAdoptCapOpensAnotherObjectWhenFull(t *testing.T) {
 // and made no create for the fault to meet.
 func TestAdoptCapFaultOnTheWriteThatMeetsIt(t *testing.T) {
 	r := newRig(t)
-	for _, api := range []string{k8sevent.APIEventsV1, k8sevent.APICoreV1} {
-		short := map[string]string{k8sevent.APIEventsV1: "new", k8sevent.APICoreV1: "old"}[api]
-		for _, f := range []fault{faults[1], faults[6], faults[7],
-			{name: "503-once", rule: faultproxy.Rule{Action: faultproxy.Fail, Code: 503, Times: 1}}} {
-			t.Run(short+"/"+f.name, func(t *testing.T) {
-				runCapFault(t, r, api, f, "full-"+short+"-"+f.name)
-			})
-		}
-	}
+	eachAdoptFault(t, func(t *testing.T, api string, f fault, id string) {
+		runCapFault(t, r, api, f, "full-"+id)
+	})
 }
 
 func runCapFault(t *testing.T, r *rig, api string, f fault, pod string) {
