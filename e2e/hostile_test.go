@@ -32,7 +32,12 @@ import (
 // plain and gzipped (gzipped it is still about 7 MB: each level's length
 // prefix differs, so it is refused on its compressed size too); a nesting just under the
 // cap is taken; the collector stays up, its peak RSS stays under 512 MB,
-// and a good record sent afterwards becomes its Event.
+// and a good record sent afterwards becomes its Event. The nested payload
+// never reaches the decompression cap (refused on its compressed size), so
+// a second one tests that cap alone: a record whose attribute is 3 MiB of
+// one byte, 3 KB gzipped, refused over gRPC and HTTP once decompressed.
+// Without the cap (the receivers' defaults: gRPC 4 MiB, HTTP 20 MiB) it
+// is taken, and the test fails.
 func TestHostileNestedPayload(t *testing.T) {
 	t.Parallel()
 	binary(t)
@@ -50,6 +55,15 @@ func TestHostileNestedPayload(t *testing.T) {
 	conn, err := grpc.NewClient(grpcAddr, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	require.NoError(t, err)
 	defer conn.Close()
+
+	bomb := bombLogsRequest(t, 3<<20)
+	bombGz := gzipped(t, bomb)
+	t.Logf("compressible payload: %d bytes, %d gzipped", len(bomb), len(bombGz))
+	require.Greater(t, len(bomb), 1<<20, "over the cap decompressed")
+	require.Less(t, len(bombGz), 64<<10, "far under the cap compressed")
+	require.Error(t, exportRaw(ctx, conn, bomb, grpc.UseCompressor("gzip")), "grpc+gzip: over the cap once decompressed")
+	require.NotZero(t, requireRefusedHTTP(ctx, t, httpAddr, bomb, true), "http+gzip: a 4 KB body is read and answered, not cut off")
+	requireRunning(t, c)
 
 	deep := nestedLogsRequest(2_000_000)
 	require.Greater(t, len(deep), 19<<20-1<<20, "the payload of the report")
@@ -118,16 +132,39 @@ func exportRaw(ctx context.Context, conn *grpc.ClientConn, req []byte, opts ...g
 	return conn.Invoke(ctx, "/opentelemetry.proto.collector.logs.v1.LogsService/Export", req, &resp, opts...)
 }
 
-func requireRefusedHTTP(ctx context.Context, t *testing.T, addr string, body []byte, gz bool) {
+func gzipped(t *testing.T, body []byte) []byte {
+	t.Helper()
+	var b bytes.Buffer
+	w, err := gzip.NewWriterLevel(&b, gzip.BestSpeed)
+	require.NoError(t, err)
+	_, err = w.Write(body)
+	require.NoError(t, err)
+	require.NoError(t, w.Close())
+	return b.Bytes()
+}
+
+// bombLogsRequest is an ExportLogsServiceRequest of one Event record with
+// an attribute of size bytes of one letter: it compresses to almost
+// nothing.
+func bombLogsRequest(t *testing.T, size int) []byte {
+	t.Helper()
+	ld := plog.NewLogs()
+	ev := k8sevent.Event{Reason: "Bomb", Note: "compressible", Type: k8sevent.TypeNormal, Time: time.Now(),
+		Regarding: k8sevent.ObjectRef{Kind: "Pod", Namespace: "default", Name: "bomb", UID: "u-bomb"}}
+	lr := ld.ResourceLogs().AppendEmpty().ScopeLogs().AppendEmpty().LogRecords().AppendEmpty()
+	k8sevent.Encode(&ev, lr)
+	lr.Attributes().PutStr("app.payload", strings.Repeat("x", size))
+	b, err := plogotlp.NewExportRequestFromLogs(ld).MarshalProto()
+	require.NoError(t, err)
+	return b
+}
+
+// requireRefusedHTTP sends body and requires it refused: an answer of 400
+// or more (its status is returned), or the connection closed (0).
+func requireRefusedHTTP(ctx context.Context, t *testing.T, addr string, body []byte, gz bool) int {
 	t.Helper()
 	if gz {
-		var b bytes.Buffer
-		w, err := gzip.NewWriterLevel(&b, gzip.BestSpeed)
-		require.NoError(t, err)
-		_, err = w.Write(body)
-		require.NoError(t, err)
-		require.NoError(t, w.Close())
-		body = b.Bytes()
+		body = gzipped(t, body)
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+addr+"/v1/logs", bytes.NewReader(body))
 	require.NoError(t, err)
@@ -136,10 +173,12 @@ func requireRefusedHTTP(ctx context.Context, t *testing.T, addr string, body []b
 		req.Header.Set("Content-Encoding", "gzip")
 	}
 	resp, err := http.DefaultClient.Do(req)
-	if err == nil { // the server may also close the connection on an oversized body
-		resp.Body.Close()
-		require.GreaterOrEqual(t, resp.StatusCode, 400, "http (gzip %v): %s", gz, resp.Status)
+	if err != nil { // the server may also close the connection on an oversized body
+		return 0
 	}
+	resp.Body.Close()
+	require.GreaterOrEqual(t, resp.StatusCode, 400, "http (gzip %v): %s", gz, resp.Status)
+	return resp.StatusCode
 }
 
 // nestedLogsRequest is an ExportLogsServiceRequest of one record whose one

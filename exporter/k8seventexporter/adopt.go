@@ -136,14 +136,27 @@ func sameSeries(ev, stored *k8sevent.Event, storedCluster string) bool {
 		ev.Cluster.String() == storedCluster
 }
 
+// full says whether slot may not be added to o: o already holds
+// maxSeries slots and none is slot's. A series writing to its own object
+// (own) is never refused: its name is the object's, so it is one series.
+// A slot is never folded into the object's count to make room: it is the
+// only proof that its series counted there, and a series that writes
+// again (a retry after a lost answer, a persistent queue replayed after
+// a restart) would find none and count its occurrences twice.
+func (o objState) full(slot string, own bool, maxSeries int) bool {
+	_, has := o.slots[slot]
+	return !own && !has && len(o.slots) >= maxSeries
+}
+
 // pickTarget chooses, among objects of ev's series (sameSeries), the one
 // its records go to: the object under its own name; else one it wrote to
 // before (it holds its slot: a restart forgot the mapping); else the open
 // one, last observed less than window before the series' first
 // occurrence, the latest if several (a series the processor ended had no
 // occurrence for finish_after: with window = finish_after it is never
-// reopened). found is false when none is: a new object.
-func pickTarget(cands []objState, name, slot string, first time.Time, window time.Duration) (o objState, found bool) {
+// reopened), among those with room for its slot (full). found is false
+// when none is: a new object.
+func pickTarget(cands []objState, name, slot string, first time.Time, window time.Duration, maxSeries int) (o objState, found bool) {
 	for _, c := range cands {
 		if c.name == name {
 			return c, true
@@ -155,7 +168,7 @@ func pickTarget(cands []objState, name, slot string, first time.Time, window tim
 		}
 	}
 	for _, c := range cands {
-		if !c.last.After(first.Add(-window)) {
+		if !c.last.After(first.Add(-window)) || c.full(slot, false, maxSeries) {
 			continue
 		}
 		if !found || c.last.After(o.last) || c.last.Equal(o.last) && c.name < o.name {
@@ -167,15 +180,16 @@ func pickTarget(cands []objState, name, slot string, first time.Time, window tim
 
 // adoption is the writer's state for adopt_open_series.
 type adoption struct {
-	writer string        // this exporter's reporting instance: its slots' owner
-	window time.Duration // adopt_window
-	mu     sync.Mutex    // guards series; never held across an API call
-	series *simplelru.LRU[string, objState]
+	writer    string        // this exporter's reporting instance: its slots' owner
+	window    time.Duration // adopt_window
+	maxSeries int           // adopt_max_series: slots per object
+	mu        sync.Mutex    // guards series; never held across an API call
+	series    *simplelru.LRU[string, objState]
 }
 
-func newAdoption(writer string, window time.Duration) *adoption {
+func newAdoption(writer string, window time.Duration, maxSeries int) *adoption {
 	series, _ := simplelru.NewLRU[string, objState](knownNames, nil)
-	return &adoption{writer: writer, window: window, series: series}
+	return &adoption{writer: writer, window: window, maxSeries: maxSeries, series: series}
 }
 
 // recall is the object the series (namespace/record name) writes to, as

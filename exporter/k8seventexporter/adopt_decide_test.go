@@ -66,19 +66,30 @@ func TestPickTarget(t *testing.T) {
 	later := objState{name: "web.later", last: first.Add(-time.Minute)}
 	ended := objState{name: "web.ended", last: first.Add(-window)}
 
-	o, found := pickTarget([]objState{later, own, held}, "web.own", "slot", first, window)
+	o, found := pickTarget([]objState{later, own, held}, "web.own", "slot", first, window, 100)
 	assert.True(t, found)
 	assert.Equal(t, "web.own", o.name, "its own object first, open or not")
-	o, _ = pickTarget([]objState{later, held}, "web.own", "slot", first, window)
+	o, _ = pickTarget([]objState{later, held}, "web.own", "slot", first, window, 100)
 	assert.Equal(t, "web.held", o.name, "then one it wrote to before")
-	o, _ = pickTarget([]objState{open, later, ended}, "web.own", "slot", first, window)
+	o, _ = pickTarget([]objState{open, later, ended}, "web.own", "slot", first, window, 100)
 	assert.Equal(t, "web.later", o.name, "then the open one observed last")
-	o, _ = pickTarget([]objState{open, ended}, "web.own", "slot", first, window)
+	o, _ = pickTarget([]objState{open, ended}, "web.own", "slot", first, window, 100)
 	assert.Equal(t, "web.open", o.name, "open: last observed less than the window before")
-	_, found = pickTarget([]objState{ended}, "web.own", "slot", first, window)
+	_, found = pickTarget([]objState{ended}, "web.own", "slot", first, window, 100)
 	assert.False(t, found, "an ended series is left alone")
-	_, found = pickTarget(nil, "web.own", "slot", first, window)
+	_, found = pickTarget(nil, "web.own", "slot", first, window, 100)
 	assert.False(t, found)
+
+	full := objState{name: "web.full", last: first.Add(-time.Second), slots: map[string]int64{"a": 1, "b": 1}}
+	o, _ = pickTarget([]objState{open, full}, "web.own", "slot", first, window, 2)
+	assert.Equal(t, "web.open", o.name, "an open object with no room for another slot is passed over")
+	_, found = pickTarget([]objState{full}, "web.own", "slot", first, window, 2)
+	assert.False(t, found, "only full ones: a new object")
+	o, _ = pickTarget([]objState{full}, "web.own", "a", first, window, 2)
+	assert.Equal(t, "web.full", o.name, "a series with a slot there goes on writing there")
+	assert.False(t, full.full("a", false, 2), "its own slot")
+	assert.True(t, full.full("c", false, 2))
+	assert.False(t, full.full("c", true, 2), "the object's own series is never refused")
 }
 
 func TestSameSeries(t *testing.T) {

@@ -238,13 +238,20 @@ func TestAdoptLeavesLegacyRecordsAlone(t *testing.T) {
 // APIs, a watch never sees its count go down, and it stays the only one.
 func TestAdoptFaultOnTheLastRecords(t *testing.T) {
 	r := newRig(t)
+	eachAdoptFault(t, func(t *testing.T, api string, f fault, id string) {
+		runAdoptFault(t, r, api, f, "last-"+id)
+	})
+}
+
+// eachAdoptFault runs a subtest per API and per fault of the adoption
+// tests (503 for a while, an answer lost once and for a while, 503 once);
+// id names both.
+func eachAdoptFault(t *testing.T, run func(t *testing.T, api string, f fault, id string)) {
 	for _, api := range []string{k8sevent.APIEventsV1, k8sevent.APICoreV1} {
 		short := map[string]string{k8sevent.APIEventsV1: "new", k8sevent.APICoreV1: "old"}[api]
 		for _, f := range []fault{faults[1], faults[6], faults[7],
 			{name: "503-once", rule: faultproxy.Rule{Action: faultproxy.Fail, Code: 503, Times: 1}}} {
-			t.Run(short+"/"+f.name, func(t *testing.T) {
-				runAdoptFault(t, r, api, f, "last-"+short+"-"+f.name)
-			})
+			t.Run(short+"/"+f.name, func(t *testing.T) { run(t, api, f, short+"-"+f.name) })
 		}
 	}
 }

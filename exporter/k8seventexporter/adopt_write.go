@@ -72,7 +72,7 @@ func (w *writer) locate(ctx context.Context, ev *k8sevent.Event, slot string) (o
 		}
 		opts.Continue = l.Continue
 	}
-	o, found := pickTarget(cands, ev.Name, slot, ev.FirstTime(), w.shared.window)
+	o, found := pickTarget(cands, ev.Name, slot, ev.FirstTime(), w.shared.window, w.shared.maxSeries)
 	return o, found, nil
 }
 
@@ -112,10 +112,16 @@ func (w *writer) read(ctx context.Context, ev *k8sevent.Event, name string) (obj
 
 // updateShared moves the series' slot on o to count; a 409 (another writer
 // wrote the object since o was read) reads it and tries again. out is the
-// outcome of a write that succeeds.
+// outcome of a write that succeeds. An object with no room for a new slot
+// (adopt_max_series; another writer may have taken the last since it was
+// picked) is left alone: the series creates its own.
 func (w *writer) updateShared(ctx context.Context, ev *k8sevent.Event, key, slot string, count int64, o objState, out outcome) (outcome, error) {
 	own := o.name == ev.Name
 	for try := 0; ; try++ {
+		if o.full(slot, own, w.shared.maxSeries) {
+			w.shared.forget(key)
+			return w.createShared(ctx, ev, key, slot, count)
+		}
 		p, ok := plan(o, slot, own, count, lastSeen(ev))
 		if !ok {
 			w.shared.remember(key, o)

@@ -45,6 +45,11 @@ type Config struct {
 	// most this long before the series' first (the processor's
 	// series.finish_after).
 	AdoptWindow time.Duration `mapstructure:"adopt_window"`
+	// AdoptMaxSeries caps the series (slot annotations) one object
+	// counts: a series that would add one more to a full object writes
+	// an object of its own instead of adopting it, so an object never
+	// reaches the API server's 256 KiB annotation limit.
+	AdoptMaxSeries int `mapstructure:"adopt_max_series"`
 
 	TimeoutConfig exporterhelper.TimeoutConfig                             `mapstructure:",squash"`
 	BackOff       configretry.BackOffConfig                                `mapstructure:"retry_on_failure"`
@@ -65,6 +70,7 @@ func createDefaultConfig() *Config {
 		OverrideReporting: true,
 		MaxNoteBytes:      k8sevent.MaxNoteBytes,
 		AdoptWindow:       6 * time.Minute,
+		AdoptMaxSeries:    defaultAdoptMaxSeries,
 		TimeoutConfig:     exporterhelper.TimeoutConfig{Timeout: 10 * time.Second},
 		BackOff:           configretry.NewDefaultBackOffConfig(),
 		Queue:             configoptional.Some(defaultQueue()),
@@ -118,6 +124,14 @@ func (cfg *Config) stampsRequests() bool {
 	return cfg.Queue.HasValue()
 }
 
+// persistentQueue says whether a request handed back at shutdown is kept
+// for the next start: the queue has storage, and retries are on (the
+// retry sender turns the error into the shutdown error the persistent
+// queue keeps a request for; without it the request is dropped).
+func (cfg *Config) persistentQueue() bool {
+	return cfg.Queue.HasValue() && cfg.Queue.Get().StorageID != nil && cfg.BackOff.Enabled
+}
+
 // defaultQueueBytes holds about 20,000 ordinary Event records (about 1.5 KB
 // each as protobuf).
 const defaultQueueBytes = 32 << 20
@@ -125,6 +139,15 @@ const defaultQueueBytes = 32 << 20
 // minQueueBytes is the smallest byte-sized queue Validate accepts: room for
 // the largest request the ready configs' OTLP receivers take.
 const minQueueBytes = 1 << 20
+
+// defaultAdoptMaxSeries and maxAdoptMaxSeries bound adopt_max_series. A
+// slot annotation is at most 66 bytes (a 47-byte key, a 19-digit count), so
+// 1,000 slots take at most 66,000 of the 262,144 bytes the API server
+// allows an object's annotations.
+const (
+	defaultAdoptMaxSeries = 100
+	maxAdoptMaxSeries     = 1000
+)
 
 // Validate checks the configuration.
 func (cfg *Config) Validate() error {
@@ -155,6 +178,10 @@ func (cfg *Config) Validate() error {
 	}
 	if cfg.AdoptWindow <= 0 {
 		errs = append(errs, fmt.Errorf("adopt_window: must be positive, have %v", cfg.AdoptWindow))
+	}
+	if cfg.AdoptMaxSeries < 1 || cfg.AdoptMaxSeries > maxAdoptMaxSeries {
+		errs = append(errs, fmt.Errorf("adopt_max_series: must be 1..%d (each series' annotation takes up to 66 bytes of the API server's 256 KiB), have %d",
+			maxAdoptMaxSeries, cfg.AdoptMaxSeries))
 	}
 	if cfg.Queue.HasValue() {
 		q := cfg.Queue.Get()

@@ -41,6 +41,8 @@ func TestLoadConfig(t *testing.T) {
 	assert.Equal(t, 512, got.MaxNoteBytes)
 	assert.True(t, got.AdoptOpenSeries)
 	assert.Equal(t, 5*time.Minute, got.AdoptWindow)
+	assert.Equal(t, 20, got.AdoptMaxSeries)
+	assert.Equal(t, 100, def.AdoptMaxSeries, "about 6.6 KB of annotations at most on an object")
 	assert.False(t, def.AdoptOpenSeries, "off by default: writes and their cost stay as they were")
 	assert.Equal(t, 6*time.Minute, def.AdoptWindow, "the processor's default series.finish_after")
 	assert.Equal(t, 3*time.Second, got.TimeoutConfig.Timeout)
@@ -55,7 +57,7 @@ func TestValidateNamesEveryBadKey(t *testing.T) {
 	err := loadConfig(t, "k8sevents/invalid").Validate()
 	require.Error(t, err)
 	for _, key := range []string{`auth_type: "token"`, `api: "events.k8s.io/v2"`, "qps and burst", "max_note_bytes",
-		`reporting_controller: "Not A/Qualified/Name"`, "adopt_window: must be positive", "sending_queue::block_on_overflow", "sending_queue::queue_size: counted in bytes"} {
+		`reporting_controller: "Not A/Qualified/Name"`, "adopt_window: must be positive", "adopt_max_series: must be 1..1000", "sending_queue::block_on_overflow", "sending_queue::queue_size: counted in bytes"} {
 		assert.ErrorContains(t, err, key)
 	}
 }

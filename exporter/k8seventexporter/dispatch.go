@@ -38,6 +38,14 @@ type dispatcher struct {
 	retry   configretry.BackOffConfig
 	timeout time.Duration // of one write; 0: none
 
+	// handBack: at stop, the records not in flight are handed back too,
+	// not only the failing ones, and a later push at once: a persistent
+	// queue (with retries on, which make a shutdown's error keep the
+	// request) writes them at the next start, so shutdown does not wait
+	// for a backlog written at the QPS cap. Without one they would be
+	// lost, and the exporter writes them before it stops.
+	handBack bool
+
 	mu       sync.Mutex
 	lanes    *lanes
 	stopping bool
@@ -63,7 +71,7 @@ func (d *dispatcher) run(ctx context.Context, ps []*pending, added func()) []err
 		p.b, p.idx = b, i
 	}
 	d.mu.Lock()
-	if d.closed {
+	if d.closed || d.stopping && d.handBack {
 		for i := range ps {
 			b.resolve(i, errStopping)
 		}
@@ -170,7 +178,8 @@ func (d *dispatcher) resolve(p *pending, err error) {
 
 // stop ends the retries that wait: from now on a failed write is handed
 // back at once (exporterhelper drains its queue with one attempt each and
-// keeps a failed request in a persistent queue).
+// keeps a failed request in a persistent queue). With handBack, every
+// record not in flight is handed back too.
 func (d *dispatcher) stop() {
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -178,6 +187,11 @@ func (d *dispatcher) stop() {
 	ps, errs := d.lanes.waiting()
 	for i, p := range ps {
 		p.b.resolve(p.idx, fmt.Errorf("%w: %w", errStopping, errs[i]))
+	}
+	if d.handBack {
+		for _, p := range d.lanes.idle() {
+			p.b.resolve(p.idx, fmt.Errorf("%w: not written yet, left to the persistent queue", errStopping))
+		}
 	}
 }
 

@@ -63,7 +63,7 @@ func (e *k8seventExporter) start(ctx context.Context, _ component.Host) error {
 	if e.cfg.AdoptOpenSeries {
 		// Each series finds its object when it first writes (writeShared):
 		// the listing at start would only fill the cache that path skips.
-		e.w.shared = newAdoption(e.instance, e.cfg.AdoptWindow)
+		e.w.shared = newAdoption(e.instance, e.cfg.AdoptWindow, e.cfg.AdoptMaxSeries)
 	} else if e.cfg.ReportingController != "" {
 		n, err := e.w.learn(ctx, e.cfg.ReportingController, 500)
 		if err != nil {
@@ -73,6 +73,7 @@ func (e *k8seventExporter) start(ctx context.Context, _ component.Host) error {
 		e.logger.Info("Events written before", zap.Int("count", n))
 	}
 	e.disp = newDispatcher(e.writeOne, e.cfg.BackOff, e.cfg.TimeoutConfig.Timeout)
+	e.disp.handBack = e.cfg.persistentQueue()
 	go e.disp.loop()
 	return nil
 }

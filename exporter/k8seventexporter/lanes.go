@@ -153,6 +153,27 @@ func (l *lanes) withdraw(b *batch) []*pending {
 	return out
 }
 
+// idle removes and returns every record but the one in flight (shutdown
+// with a persistent queue: they are written at the next start).
+func (l *lanes) idle() []*pending {
+	var out []*pending
+	for _, ln := range slices.Clone(l.ring) {
+		keep := ln.q[:0]
+		for _, p := range ln.q {
+			if p == l.busy {
+				keep = append(keep, p)
+			} else {
+				out = append(out, p)
+			}
+		}
+		clear(ln.q[len(keep):])
+		ln.q = keep
+		ln.attempts, ln.since, ln.retryAt, ln.lastErr = 0, time.Time{}, time.Time{}, nil
+		l.dropIfEmpty(ln)
+	}
+	return out
+}
+
 // drain removes and returns every record (the writer stops).
 func (l *lanes) drain() []*pending {
 	var out []*pending

@@ -268,3 +268,54 @@ func TestStampSurvivesThePersistentQueue(t *testing.T) {
 	later.ResourceLogs().MoveAndAppendTo(restored.ResourceLogs())
 	assert.Equal(t, []uint64{42, 43}, g.stampsOf(restored))
 }
+
+func TestLanesIdleKeepsTheOneInFlight(t *testing.T) {
+	l := newLanes()
+	p1, p2, p3 := pendingIn("shop", "1"), pendingIn("shop", "2"), pendingIn("other", "3")
+	l.add(p1, p2, p3)
+	inFlight, _ := l.take(t0)
+	require.Same(t, p1, inFlight)
+	assert.ElementsMatch(t, []*pending{p2, p3}, l.idle())
+	l.done(p1)
+	assert.Empty(t, takeAll(l, t0), "nothing left once the write in flight resolved")
+}
+
+// TestDispatcherWithHandBackStopsWithoutWritingTheBacklog: with a
+// persistent queue, stop hands back every record not in flight (the next
+// start writes them) and the one in flight finishes; a push after stop is
+// handed back at once.
+func TestDispatcherWithHandBackStopsWithoutWritingTheBacklog(t *testing.T) {
+	started, release := make(chan struct{}), make(chan struct{})
+	var mu sync.Mutex
+	var wrote []string
+	d := newDispatcher(func(_ context.Context, p *pending) error {
+		if p.name == "first" {
+			close(started)
+			<-release
+		}
+		mu.Lock()
+		wrote = append(wrote, p.name)
+		mu.Unlock()
+		return nil
+	}, configretry.NewDefaultBackOffConfig(), time.Second)
+	d.handBack = true
+	go d.loop()
+	defer d.close()
+
+	res := make(chan []error)
+	go func() {
+		res <- d.run(context.Background(), []*pending{pendingIn("shop", "first"), pendingIn("shop", "second"), pendingIn("other", "third")}, func() {})
+	}()
+	<-started
+	d.stop()
+	close(release)
+	errs := <-res
+	require.Len(t, errs, 3)
+	assert.NoError(t, errs[0], "the write in flight finishes")
+	assert.ErrorIs(t, errs[1], errStopping)
+	assert.ErrorIs(t, errs[2], errStopping)
+	assert.Equal(t, []error{errStopping}, d.run(context.Background(), []*pending{pendingIn("shop", "late")}, func() {}))
+	mu.Lock()
+	defer mu.Unlock()
+	assert.Equal(t, []string{"first"}, wrote)
+}

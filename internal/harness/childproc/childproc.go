@@ -3,6 +3,7 @@
 package childproc
 
 import (
+	"bytes"
 	"fmt"
 	"os"
 	"os/exec"
@@ -62,7 +63,9 @@ func (p *Process) Exited() (bool, error) {
 
 // Stop sends SIGTERM, waits up to grace and then kills the process. It
 // returns the exit error of a process that ended on SIGTERM with a failure,
-// or an error when it had to be killed.
+// or an error when it had to be killed. A process still running after
+// grace first gets SIGQUIT (a Go program writes every goroutine's stack
+// to its log and exits), and the error carries that dump: where it hung.
 func (p *Process) Stop(grace time.Duration) error {
 	if exited, _ := p.Exited(); exited {
 		return nil
@@ -75,13 +78,42 @@ func (p *Process) Stop(grace time.Duration) error {
 		return p.exitError()
 	case <-time.After(grace):
 	}
+	dump := ""
+	if p.cmd.Process.Signal(syscall.SIGQUIT) == nil {
+		select {
+		case <-p.done:
+		case <-time.After(10 * time.Second):
+		}
+		dump = quitDump(p.LogPath, maxDump)
+	}
 	_ = p.cmd.Process.Kill()
 	select {
 	case <-p.done:
-		return fmt.Errorf("%s did not stop within %v after SIGTERM; killed it", p.Name, grace)
+		return fmt.Errorf("%s did not stop within %v after SIGTERM; killed it%s", p.Name, grace, dump)
 	case <-time.After(10 * time.Second):
-		return fmt.Errorf("%s (pid %d) did not exit after SIGKILL", p.Name, p.cmd.Process.Pid)
+		return fmt.Errorf("%s (pid %d) did not exit after SIGKILL%s", p.Name, p.cmd.Process.Pid, dump)
 	}
+}
+
+// maxDump bounds the goroutine dump an error of Stop carries.
+const maxDump = 256 << 10
+
+// quitDump is what a Go process wrote to its log on SIGQUIT (its
+// goroutines), at most maxBytes of it, or "" when the log has none.
+func quitDump(logPath string, maxBytes int) string {
+	b, err := os.ReadFile(logPath)
+	if err != nil {
+		return ""
+	}
+	i := bytes.LastIndex(b, []byte("SIGQUIT: quit"))
+	if i < 0 {
+		return ""
+	}
+	b = b[i:]
+	if len(b) > maxBytes {
+		b = append(b[:maxBytes:maxBytes], "\n... (dump cut)"...)
+	}
+	return "; its goroutines on SIGQUIT:\n" + string(b)
 }
 
 // Kill ends the process at once, as a crash would.
