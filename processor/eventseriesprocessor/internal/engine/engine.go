@@ -133,6 +133,7 @@ type Engine struct {
 	totals     *totalTable
 	forgot     horizon   // of the objects the totals cache forgot
 	filter     forgotten // which objects it forgot, for a while
+	oldTotals  int       // totals held under the hash of a snapshot before version 6 (see upgrade)
 	due        deadlines
 	buf        []byte
 	spamBuf    []byte
@@ -188,6 +189,7 @@ func (e *Engine) reset() error {
 		return err
 	}
 	e.totals = newTotalTable(e.cfg.MaxKeys, e.forget)
+	e.oldTotals = 0
 	e.due, e.now, e.statesMade = nil, 0, 0
 	e.forgot = horizon{first: unknownTime, last: unknownTime}
 	e.filter = newForgotten(e.cfg.MaxKeys)
@@ -225,9 +227,11 @@ func (e *Engine) Advance(now int64) []Emission {
 // the caches pushed out in earlier calls is free for reuse.
 func (e *Engine) begin() {
 	e.out, e.pending = e.out[:e.pending], 0
-	e.statePool.settle()
-	e.bucketPool.settle()
-	e.aggPool.settle()
+	if len(e.statePool.pending)+len(e.bucketPool.pending)+len(e.aggPool.pending) > 0 { // most calls push nothing out
+		e.statePool.settle()
+		e.bucketPool.settle()
+		e.aggPool.settle()
+	}
 }
 
 // NextDeadline is when Advance next has something to do.
