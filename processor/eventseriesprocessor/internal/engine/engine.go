@@ -120,6 +120,9 @@ type state struct {
 	aggregated bool
 	leaving    bool // removed on purpose: no eviction record
 	inBucket   bool // legacy: counted in its spam bucket's events
+
+	bucket    *bucket // its spam bucket, while bucket.gen is bucketGen (see bucketOf)
+	bucketGen uint32
 }
 
 // Engine holds the caches. Not safe for concurrent use.
@@ -141,12 +144,15 @@ type Engine struct {
 	now        int64
 	statesMade uint64 // states made: part of each name, so that a name is never reused
 	snapSize   int    // of the last snapshot
-	out        []Emission
-	pending    int // emissions of a restore, returned by the next call
-	statePool  pool[state]
-	bucketPool pool[bucket]
-	aggPool    pool[aggregate]
-	Stats      Stats
+	// spamCovered, by layout tag: its key holds every field of the spam
+	// key, so a state of it has one spam bucket (see bucketOf).
+	spamCovered [128]bool
+	out         []Emission
+	pending     int // emissions of a restore, returned by the next call
+	statePool   pool[state]
+	bucketPool  pool[bucket]
+	aggPool     pool[aggregate]
+	Stats       Stats
 }
 
 // New makes an engine; cfg must be valid.
@@ -170,6 +176,9 @@ func New(cfg Config) (*Engine, error) {
 		}
 	}
 	e.spamLayout = newLayout('P', append(spamFields, clusterFields...)...) // one filter per cluster, as each has its own recorders
+	for _, l := range []*layout{&e.series, &identicalLayout, &aggregateLayout} {
+		e.spamCovered[l.tag] = l.covers(&e.spamLayout)
+	}
 	if err := e.reset(); err != nil {
 		return nil, err
 	}
@@ -185,7 +194,7 @@ func (e *Engine) reset() error {
 	if e.aggs, err = newLRU(e.cfg.MaxKeys, func(_ string, a *aggregate) { e.aggPool.put(a) }); err != nil {
 		return err
 	}
-	if e.spam, err = newLRU(e.cfg.MaxKeys, func(_ string, b *bucket) { e.bucketPool.put(b) }); err != nil {
+	if e.spam, err = newLRU(e.cfg.MaxKeys, func(_ string, b *bucket) { b.gen++; e.bucketPool.put(b) }); err != nil {
 		return err
 	}
 	e.totals = newTotalTable(e.cfg.MaxKeys, e.forget)
@@ -339,9 +348,18 @@ func (e *Engine) touch(st *state, ev *k8sevent.Event, t int64) {
 }
 
 // emit appends a record of st; filtered ones pass the spam filter first.
-// input is the record being observed, nil for timer records.
+// input is the record being observed, nil for timer records. The record
+// is made in its place in e.out (an Emission is ~500 bytes: copying one
+// cost a tenth of a new series) and taken back if the filter holds it.
 func (e *Engine) emit(st *state, kind int, input *k8sevent.Event, filtered bool) bool {
-	em := Emission{FromInput: input != nil, Kind: kind, Name: st.name, Count: st.count, New: st.count - st.emitted,
+	n := len(e.out)
+	if n < cap(e.out) {
+		e.out = e.out[:n+1]
+	} else {
+		e.out = append(e.out, Emission{})
+	}
+	em := &e.out[n]
+	*em = Emission{FromInput: input != nil, Kind: kind, Name: st.name, Count: st.count, New: st.count - st.emitted,
 		First: st.first, Last: st.last, Aggregated: st.aggregated, At: e.now}
 	ev := input
 	if input == nil {
@@ -351,6 +369,7 @@ func (e *Engine) emit(st *state, kind int, input *k8sevent.Event, filtered bool)
 	}
 	if filtered && !e.allow(ev, st, kind == KindLegacy && input != nil && st.visible) {
 		e.Stats.SpamDropped++
+		e.out = e.out[:n]
 		return false
 	}
 	if !filtered {
@@ -359,7 +378,6 @@ func (e *Engine) emit(st *state, kind int, input *k8sevent.Event, filtered bool)
 	if st.aggregated {
 		em.Note = AggregatePrefix + ev.Note
 	}
-	e.out = append(e.out, em)
 	e.Stats.Out[kind]++
 	st.visible = true
 	st.emitted = st.count

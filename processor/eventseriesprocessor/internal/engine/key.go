@@ -163,6 +163,16 @@ var aggregateLayout = newLayout('A', fSourceComponent, fSourceHost,
 	fRegKind, fRegNamespace, fRegName, fRegUID, fRegAPIVersion,
 	fType, fReason, fController, fInstance, fClusterName, fClusterUID)
 
+// covers reports whether l's key holds every field of other's key.
+func (l *layout) covers(other *layout) bool {
+	for _, f := range other.key {
+		if !slices.Contains(l.key, f) {
+			return false
+		}
+	}
+	return true
+}
+
 func (l *layout) appendKey(buf []byte, ev *k8sevent.Event) []byte {
 	buf = append(buf, l.tag)
 	return appendFields(buf, ev, l.keyAt)

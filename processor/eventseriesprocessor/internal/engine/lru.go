@@ -27,6 +27,8 @@ type lru[V any] struct {
 	order   order // of the slots
 	free    int32 // first free slot, the others linked by their older; -1: none
 	onEvict func(key string, v V)
+	// lastSlot is the slot getHash found, or insert filled, last.
+	lastSlot int32
 }
 
 type lruSlot[V any] struct {
@@ -75,6 +77,7 @@ func (c *lru[V]) getHash(key string) (v V, h uint64, ok bool) {
 		return v, h, false
 	}
 	c.order.touch(s)
+	c.lastSlot = s
 	return c.slots[s].val, h, true
 }
 
@@ -115,6 +118,7 @@ func (c *lru[V]) insert(key string, h uint64, v V) (evicted bool) {
 		c.grow()
 	}
 	c.slots[s] = lruSlot[V]{key: key, val: v, hash: h}
+	c.lastSlot = s
 	_, mixed := c.index.home(h)
 	c.index.place(mixed, s)
 	c.order.linkNewest(s)
