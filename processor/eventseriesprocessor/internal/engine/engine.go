@@ -123,6 +123,8 @@ type state struct {
 
 	bucket    *bucket // its spam bucket, while bucket.gen is bucketGen (see bucketOf)
 	bucketGen uint32
+	agg       *aggregate // legacy: its aggregation group, while agg.gen is aggGen (see aggregateOf)
+	aggGen    uint32
 }
 
 // Engine holds the caches. Not safe for concurrent use.
@@ -140,6 +142,7 @@ type Engine struct {
 	due        deadlines
 	buf        []byte
 	spamBuf    []byte
+	aggBuf     []byte
 	scratch    k8sevent.Event // an Event rebuilt from a state, for a moment
 	now        int64
 	statesMade uint64 // states made: part of each name, so that a name is never reused
@@ -191,7 +194,7 @@ func (e *Engine) reset() error {
 	if e.states, err = newLRU(e.cfg.MaxKeys, e.evicted); err != nil {
 		return err
 	}
-	if e.aggs, err = newLRU(e.cfg.MaxKeys, func(_ string, a *aggregate) { e.aggPool.put(a) }); err != nil {
+	if e.aggs, err = newLRU(e.cfg.MaxKeys, func(_ string, a *aggregate) { a.gen++; e.aggPool.put(a) }); err != nil {
 		return err
 	}
 	if e.spam, err = newLRU(e.cfg.MaxKeys, func(_ string, b *bucket) { b.gen++; e.bucketPool.put(b) }); err != nil {

@@ -81,6 +81,14 @@ func (c *lru[V]) getHash(key string) (v V, h uint64, ok bool) {
 	return c.slots[s].val, h, true
 }
 
+// peekHash is Peek, also returning key's hash and slot (-1: not held).
+func (c *lru[V]) peekHash(key string) (v V, h uint64, s int32) {
+	if h, s = c.find(key); s >= 0 {
+		v = c.slots[s].val
+	}
+	return v, h, s
+}
+
 // Peek returns key's value, leaving the order as it is.
 func (c *lru[V]) Peek(key string) (v V, ok bool) {
 	_, s := c.find(key)

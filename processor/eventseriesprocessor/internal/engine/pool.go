@@ -50,5 +50,5 @@ func emptyBucket(b *bucket) { *b = bucket{gen: b.gen} } // gen outlives reuse: s
 
 func emptyAggregate(a *aggregate) {
 	clear(a.notes)
-	*a = aggregate{notes: a.notes[:0]}
+	*a = aggregate{notes: a.notes[:0], gen: a.gen}
 }
