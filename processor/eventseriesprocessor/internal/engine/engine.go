@@ -120,6 +120,11 @@ type state struct {
 	aggregated bool
 	leaving    bool // removed on purpose: no eviction record
 	inBucket   bool // legacy: counted in its spam bucket's events
+
+	bucket    *bucket // its spam bucket, while bucket.gen is bucketGen (see bucketOf)
+	bucketGen uint32
+	agg       *aggregate // legacy: its aggregation group, while agg.gen is aggGen (see aggregateOf)
+	aggGen    uint32
 }
 
 // Engine holds the caches. Not safe for concurrent use.
@@ -133,19 +138,24 @@ type Engine struct {
 	totals     *totalTable
 	forgot     horizon   // of the objects the totals cache forgot
 	filter     forgotten // which objects it forgot, for a while
+	oldTotals  int       // totals held under the hash of a snapshot before version 6 (see upgrade)
 	due        deadlines
 	buf        []byte
 	spamBuf    []byte
+	aggBuf     []byte
 	scratch    k8sevent.Event // an Event rebuilt from a state, for a moment
 	now        int64
 	statesMade uint64 // states made: part of each name, so that a name is never reused
 	snapSize   int    // of the last snapshot
-	out        []Emission
-	pending    int // emissions of a restore, returned by the next call
-	statePool  pool[state]
-	bucketPool pool[bucket]
-	aggPool    pool[aggregate]
-	Stats      Stats
+	// spamCovered, by layout tag: its key holds every field of the spam
+	// key, so a state of it has one spam bucket (see bucketOf).
+	spamCovered [128]bool
+	out         []Emission
+	pending     int // emissions of a restore, returned by the next call
+	statePool   pool[state]
+	bucketPool  pool[bucket]
+	aggPool     pool[aggregate]
+	Stats       Stats
 }
 
 // New makes an engine; cfg must be valid.
@@ -169,6 +179,9 @@ func New(cfg Config) (*Engine, error) {
 		}
 	}
 	e.spamLayout = newLayout('P', append(spamFields, clusterFields...)...) // one filter per cluster, as each has its own recorders
+	for _, l := range []*layout{&e.series, &identicalLayout, &aggregateLayout} {
+		e.spamCovered[l.tag] = l.covers(&e.spamLayout)
+	}
 	if err := e.reset(); err != nil {
 		return nil, err
 	}
@@ -181,13 +194,14 @@ func (e *Engine) reset() error {
 	if e.states, err = newLRU(e.cfg.MaxKeys, e.evicted); err != nil {
 		return err
 	}
-	if e.aggs, err = newLRU(e.cfg.MaxKeys, func(_ string, a *aggregate) { e.aggPool.put(a) }); err != nil {
+	if e.aggs, err = newLRU(e.cfg.MaxKeys, func(_ string, a *aggregate) { a.gen++; e.aggPool.put(a) }); err != nil {
 		return err
 	}
-	if e.spam, err = newLRU(e.cfg.MaxKeys, func(_ string, b *bucket) { e.bucketPool.put(b) }); err != nil {
+	if e.spam, err = newLRU(e.cfg.MaxKeys, func(_ string, b *bucket) { b.gen++; e.bucketPool.put(b) }); err != nil {
 		return err
 	}
 	e.totals = newTotalTable(e.cfg.MaxKeys, e.forget)
+	e.oldTotals = 0
 	e.due, e.now, e.statesMade = nil, 0, 0
 	e.forgot = horizon{first: unknownTime, last: unknownTime}
 	e.filter = newForgotten(e.cfg.MaxKeys)
@@ -225,9 +239,11 @@ func (e *Engine) Advance(now int64) []Emission {
 // the caches pushed out in earlier calls is free for reuse.
 func (e *Engine) begin() {
 	e.out, e.pending = e.out[:e.pending], 0
-	e.statePool.settle()
-	e.bucketPool.settle()
-	e.aggPool.settle()
+	if len(e.statePool.pending)+len(e.bucketPool.pending)+len(e.aggPool.pending) > 0 { // most calls push nothing out
+		e.statePool.settle()
+		e.bucketPool.settle()
+		e.aggPool.settle()
+	}
 }
 
 // NextDeadline is when Advance next has something to do.
@@ -335,9 +351,18 @@ func (e *Engine) touch(st *state, ev *k8sevent.Event, t int64) {
 }
 
 // emit appends a record of st; filtered ones pass the spam filter first.
-// input is the record being observed, nil for timer records.
+// input is the record being observed, nil for timer records. The record
+// is made in its place in e.out (an Emission is ~500 bytes: copying one
+// cost a tenth of a new series) and taken back if the filter holds it.
 func (e *Engine) emit(st *state, kind int, input *k8sevent.Event, filtered bool) bool {
-	em := Emission{FromInput: input != nil, Kind: kind, Name: st.name, Count: st.count, New: st.count - st.emitted,
+	n := len(e.out)
+	if n < cap(e.out) {
+		e.out = e.out[:n+1]
+	} else {
+		e.out = append(e.out, Emission{})
+	}
+	em := &e.out[n]
+	*em = Emission{FromInput: input != nil, Kind: kind, Name: st.name, Count: st.count, New: st.count - st.emitted,
 		First: st.first, Last: st.last, Aggregated: st.aggregated, At: e.now}
 	ev := input
 	if input == nil {
@@ -347,6 +372,7 @@ func (e *Engine) emit(st *state, kind int, input *k8sevent.Event, filtered bool)
 	}
 	if filtered && !e.allow(ev, st, kind == KindLegacy && input != nil && st.visible) {
 		e.Stats.SpamDropped++
+		e.out = e.out[:n]
 		return false
 	}
 	if !filtered {
@@ -355,7 +381,6 @@ func (e *Engine) emit(st *state, kind int, input *k8sevent.Event, filtered bool)
 	if st.aggregated {
 		em.Note = AggregatePrefix + ev.Note
 	}
-	e.out = append(e.out, em)
 	e.Stats.Out[kind]++
 	st.visible = true
 	st.emitted = st.count

@@ -163,6 +163,16 @@ var aggregateLayout = newLayout('A', fSourceComponent, fSourceHost,
 	fRegKind, fRegNamespace, fRegName, fRegUID, fRegAPIVersion,
 	fType, fReason, fController, fInstance, fClusterName, fClusterUID)
 
+// covers reports whether l's key holds every field of other's key.
+func (l *layout) covers(other *layout) bool {
+	for _, f := range other.key {
+		if !slices.Contains(l.key, f) {
+			return false
+		}
+	}
+	return true
+}
+
 func (l *layout) appendKey(buf []byte, ev *k8sevent.Event) []byte {
 	buf = append(buf, l.tag)
 	return appendFields(buf, ev, l.keyAt)
@@ -293,3 +303,23 @@ func migrateKey(key string) string { return key + "\x00\x00" }
 // empty cluster fields of a record that states no cluster, so that such
 // records get the names they got before keys had a cluster.
 func nameKey(key string) string { return strings.TrimSuffix(key, "\x00\x00") }
+
+// migratePacked turns a state packed by snapshot version 4 or older, whose
+// key had keyFields fields and no cluster, into today's packing: two empty
+// cluster fields at the end of its key prefix. What it cannot read it
+// returns as it is, for check to refuse.
+func migratePacked(packed string, keyFields int) string {
+	if packed == "" {
+		return packed
+	}
+	s := packed[1:]
+	for range keyFields {
+		n, w := binary.Uvarint([]byte(s[:min(len(s), binary.MaxVarintLen64)]))
+		if w <= 0 || n > uint64(len(s)-w) {
+			return packed
+		}
+		s = s[w+int(n):]
+	}
+	cut := len(packed) - len(s)
+	return migrateKey(packed[:cut]) + packed[cut:]
+}

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"encoding/binary"
+	"math/bits"
 	"math/rand/v2"
 	"strings"
 	"testing"
@@ -64,13 +65,17 @@ func TestPackingIsTheSnapshotsAndNotesShareIt(t *testing.T) {
 	}
 }
 
-// The filter of forgotten objects sets bit (h1 + i×h2) mod its bits for
-// each probe i (what snapshots hold), whether max_keys is a power of two
-// (a mask) or not; an object put in is found, in either generation.
+// The filter of forgotten objects (what snapshots hold) is blocked: an
+// object sets, in the block of 8 words its first probe hash scales to,
+// bit (h2 >> 6i) & 63 of word i, whether max_keys is a power of two or
+// not (or no multiple of 8); an object put in is found, in either
+// generation, and objects not put in mostly are not.
 func TestForgottenSetsTheSnapshotsBits(t *testing.T) {
-	for _, maxKeys := range []int{64, 100} {
+	for _, maxKeys := range []int{64, 100, 13} {
 		f := newForgotten(maxKeys)
 		want := make([]uint64, len(f.gens[0].bits))
+		require.Zero(t, len(want)%8)
+		require.GreaterOrEqual(t, len(want)*64, maxKeys*filterBits*filterLoad)
 		h := horizon{first: unknownTime, last: unknownTime}
 		var keys []uint64
 		for i := range uint64(50) {
@@ -78,10 +83,9 @@ func TestForgottenSetsTheSnapshotsBits(t *testing.T) {
 			f.add(key, 0, &h)
 			keys = append(keys, key)
 			h1, h2 := probeHashes(key)
-			m := uint64(len(want) * 64)
-			for j := range uint64(filterHashes) {
-				b := (h1 + j*h2) % m
-				want[b/64] |= 1 << (b % 64)
+			block, _ := bits.Mul64(h1, uint64(len(want)/8))
+			for j := range uint64(8) {
+				want[block*8+j] |= 1 << (h2 >> (6 * j) & 63)
 			}
 		}
 		require.Equal(t, want, f.gens[0].bits, "max_keys %d", maxKeys)
@@ -91,6 +95,15 @@ func TestForgottenSetsTheSnapshotsBits(t *testing.T) {
 		f.gens[0], f.gens[1] = f.gens[1], f.gens[0] // the previous generation is read too
 		for _, key := range keys {
 			require.True(t, f.has(key))
+		}
+		if maxKeys == 64 {
+			falsePositives := 0
+			for i := range uint64(10_000) {
+				if f.has(mix64(i + 1000)) {
+					falsePositives++
+				}
+			}
+			require.Less(t, falsePositives, 10, "50 objects in 4096 bits")
 		}
 	}
 }

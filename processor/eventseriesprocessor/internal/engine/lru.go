@@ -27,6 +27,8 @@ type lru[V any] struct {
 	order   order // of the slots
 	free    int32 // first free slot, the others linked by their older; -1: none
 	onEvict func(key string, v V)
+	// lastSlot is the slot getHash found, or insert filled, last.
+	lastSlot int32
 }
 
 type lruSlot[V any] struct {
@@ -75,7 +77,16 @@ func (c *lru[V]) getHash(key string) (v V, h uint64, ok bool) {
 		return v, h, false
 	}
 	c.order.touch(s)
+	c.lastSlot = s
 	return c.slots[s].val, h, true
+}
+
+// peekHash is Peek, also returning key's hash and slot (-1: not held).
+func (c *lru[V]) peekHash(key string) (v V, h uint64, s int32) {
+	if h, s = c.find(key); s >= 0 {
+		v = c.slots[s].val
+	}
+	return v, h, s
 }
 
 // Peek returns key's value, leaving the order as it is.
@@ -115,6 +126,7 @@ func (c *lru[V]) insert(key string, h uint64, v V) (evicted bool) {
 		c.grow()
 	}
 	c.slots[s] = lruSlot[V]{key: key, val: v, hash: h}
+	c.lastSlot = s
 	_, mixed := c.index.home(h)
 	c.index.place(mixed, s)
 	c.order.linkNewest(s)

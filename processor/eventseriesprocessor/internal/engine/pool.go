@@ -46,9 +46,9 @@ func (p *pool[T]) settle() {
 
 func emptyState(st *state) { *st = state{} }
 
-func emptyBucket(b *bucket) { *b = bucket{} }
+func emptyBucket(b *bucket) { *b = bucket{gen: b.gen} } // gen outlives reuse: states holding b see it changed
 
 func emptyAggregate(a *aggregate) {
 	clear(a.notes)
-	*a = aggregate{notes: a.notes[:0]}
+	*a = aggregate{notes: a.notes[:0], gen: a.gen}
 }

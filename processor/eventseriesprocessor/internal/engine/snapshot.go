@@ -22,12 +22,17 @@ import (
 //	groups:  count, then each: key, last, notes (count, then each)
 //	buckets: count, then each: key, tokens (float64 bits), last allowed,
 //	         events (legacy: events of the key already written)
-//	totals:  count, then each: key hash (uint64, see keyHash), total, first
-//	         (unknownTime: none), last
+//	totals:  count, then each: key hash (uint64, see objectHash), total,
+//	         first (unknownTime: none), last, flags (held under its old
+//	         hash, see upgrade)
 //	horizon: flags (an object was dropped from the filter), first, last
 //	filter:  objects in the current generation, words per generation, then
 //	         for each generation: flags (not empty), first, words (uint64)
 //
+// Version 6 changed the totals' hash (objectHash, was the FNV-1a hash
+// fnvObjectHash) and the filter's layout (blocked): an older snapshot's
+// totals are held under their old hash until their object comes back
+// (upgrade), and its filter's objects go into the horizon, known by times.
 // Version 5 added the cluster to every cache key (two empty fields at the
 // end of each key prefix; see migrateKey, migratePacked): older keys are
 // those of records with no cluster. Version 4 keeps the totals' key hashes where versions 1 to 3 kept the
@@ -46,7 +51,7 @@ import (
 // restore (retime).
 const (
 	snapshotMagic   = "eventseries.engine"
-	snapshotVersion = 5
+	snapshotVersion = 6
 )
 
 const (
@@ -107,6 +112,7 @@ func (e *Engine) Snapshot() []byte {
 		w.int(t.count)
 		w.int(t.first)
 		w.int(t.last)
+		w.flags(t.oldHash)
 	})
 	w.flags(e.forgot.any)
 	w.int(e.forgot.first)
@@ -335,28 +341,35 @@ func (e *Engine) restoreTotals(r *reader, version uint64, now int64) error {
 		if version >= 4 {
 			key = r.u64()
 		} else {
-			key = keyHash(r.str())
+			key = fnvKeyHash(r.str())
 		}
-		t := total{count: r.int(), first: now, last: now}
+		t := total{count: r.int(), first: now, last: now, oldHash: version < 6}
 		if version >= 2 {
 			t.first, t.last = r.int(), r.int()
+		}
+		if version >= 6 {
+			t.oldHash = r.byte()&1 != 0
 		}
 		if r.err == nil && !e.totals.add(key, t) {
 			return fmt.Errorf("total of key hash %#x twice", key)
 		}
+		if t.oldHash {
+			e.oldTotals++
+		}
 	}
 	if version >= 2 {
 		e.forgot = horizon{any: r.byte()&1 != 0, first: r.int(), last: r.int()}
-		return e.restoreFilter(r)
+		return e.restoreFilter(r, version)
 	}
 	return nil
 }
 
 // restoreFilter reads the filter of forgotten objects. One made for another
-// max_keys cannot be read as this one: its objects go into the horizon.
-func (e *Engine) restoreFilter(r *reader) error {
+// max_keys, or before version 6 (another layout, other hashes), cannot be
+// read as this one: its objects go into the horizon.
+func (e *Engine) restoreFilter(r *reader, version uint64) error {
 	n, words := r.uint(), r.entries(len(r.b)/16, "filter words")
-	same := words == len(e.filter.gens[0].bits)
+	same := words == len(e.filter.gens[0].bits) && version >= 6
 	if r.err == nil && same && n > uint64(words*64/filterBits) {
 		return fmt.Errorf("filter of %d words holds %d objects", words, n)
 	}
@@ -394,24 +407,4 @@ func modeName(legacy bool) string {
 		return "legacy"
 	}
 	return "series"
-}
-
-// migratePacked turns a state packed by snapshot version 4 or older, whose
-// key had keyFields fields and no cluster, into today's packing: two empty
-// cluster fields at the end of its key prefix. What it cannot read it
-// returns as it is, for check to refuse.
-func migratePacked(packed string, keyFields int) string {
-	if packed == "" {
-		return packed
-	}
-	s := packed[1:]
-	for range keyFields {
-		n, w := binary.Uvarint([]byte(s[:min(len(s), binary.MaxVarintLen64)]))
-		if w <= 0 || n > uint64(len(s)-w) {
-			return packed
-		}
-		s = s[w+int(n):]
-	}
-	cut := len(packed) - len(s)
-	return migrateKey(packed[:cut]) + packed[cut:]
 }

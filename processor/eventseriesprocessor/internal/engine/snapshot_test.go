@@ -168,7 +168,7 @@ func TestRestoreRefusesWhatItCannotContinue(t *testing.T) {
 	}{
 		{"empty", "not an eventseries engine snapshot", cfg, nil},
 		{"garbage", "not an eventseries engine snapshot", cfg, []byte("{\"version\": 1}")},
-		{"newer version", "snapshot version 6, this build reads versions 1 to 5", cfg, newer},
+		{"newer version", "snapshot version 7, this build reads versions 1 to 6", cfg, newer},
 		{"other mode", "snapshot of mode series, configured legacy", legacy, snap},
 		{"other series key", "key_ignores_resource_version true, configured false", rv, snap},
 		{"trailing bytes", "bytes after the end", cfg, append(append([]byte(nil), snap...), 0)},

@@ -24,13 +24,7 @@ func (e *Engine) allow(ev *k8sevent.Event, st *state, update bool) bool {
 	if !e.cfg.SpamFilter {
 		return true
 	}
-	e.spamBuf = e.spamLayout.appendKey(e.spamBuf[:0], ev)
-	b, h, ok := e.spam.getHash(borrow(e.spamBuf))
-	if !ok {
-		b = e.bucketPool.get()
-		b.set(e.cfg.SpamQPS, e.cfg.SpamBurst, float64(e.cfg.SpamBurst), e.now)
-		e.spam.insert(string(e.spamBuf), h, b)
-	}
+	b := e.bucketOf(ev, st)
 	// A timer record may fire at a deadline before a token this bucket
 	// already gave (deadlines come due out of order within one Advance):
 	// it takes its token at the bucket's own latest time, as the limiter
@@ -48,6 +42,31 @@ func (e *Engine) allow(ev *k8sevent.Event, st *state, update bool) bool {
 		b.events++
 	}
 	return true
+}
+
+// bucketOf is the spam-filter bucket of ev's key, made if needed, for a
+// record of st, as the most recently used. A state whose key holds every
+// field of the spam key (legacy events and aggregates, summaries) has one
+// bucket for all its records: it keeps it, and finds it again without
+// building the spam key while the bucket is in the cache (gen: a bucket
+// pushed out changes its generation).
+func (e *Engine) bucketOf(ev *k8sevent.Event, st *state) *bucket {
+	if b := st.bucket; b != nil && b.gen == st.bucketGen {
+		e.spam.order.touch(b.slot)
+		return b
+	}
+	e.spamBuf = e.spamLayout.appendKey(e.spamBuf[:0], ev)
+	b, h, ok := e.spam.getHash(borrow(e.spamBuf))
+	if !ok {
+		b = e.bucketPool.get()
+		b.set(e.cfg.SpamQPS, e.cfg.SpamBurst, float64(e.cfg.SpamBurst), e.now)
+		e.spam.insert(string(e.spamBuf), h, b)
+	}
+	b.slot = e.spam.lastSlot
+	if e.spamCovered[st.packed[0]&0x7f] {
+		st.bucket, st.bucketGen = b, b.gen
+	}
+	return b
 }
 
 // release takes st out of its bucket's events: st left the cache. ev is
@@ -91,7 +110,9 @@ func (e *Engine) recountEvents() {
 type bucket struct {
 	lim    rate.Limiter
 	last   int64
-	events int // legacy: events of this key already written (not in a snapshot: restore recounts them)
+	events int    // legacy: events of this key already written (not in a snapshot: restore recounts them)
+	slot   int32  // its slot in the cache, while it is in it
+	gen    uint32 // incremented when it is pushed out (see bucketOf)
 }
 
 // set puts the bucket in the state "tokens at last", exactly: from empty, a

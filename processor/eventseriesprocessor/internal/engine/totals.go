@@ -33,18 +33,22 @@ import (
 // The bound on error: counts never exceed the occurrences (for records that
 // state their times honestly), and they are exact for every record whose
 // object is in the cache, and for an object seen for the first time unless
-// the filter mistakes it for a forgotten one (about 1 in 1,000 once the
-// filter is full) or more than 4 × max_keys objects were forgotten since
+// the filter mistakes it for a forgotten one (about 1 in 1,000 per full
+// generation, 2 in 1,000 with both full) or more than 4 × max_keys objects were forgotten since
 // an object first observed later than it. In particular the error is 0
 // while the Event objects seen fit in max_keys, and while each changing
 // Event sees fewer than max_keys other objects between two of its changes
 // (the cache is an LRU). Otherwise a record counts at most 1, and
 // Stats.UnprovenOccurrences adds what it stated beyond what was counted:
-// the most the counts may be short by.
+// the most the counts may be short by. An upgrade from a snapshot before
+// version 6 (another hash) keeps this: see upgrade.
 type total struct {
 	count int64 // the latest cumulative count counted
 	first int64 // the Event's first occurrence, unix ns; unknownTime when its records do not state it
 	last  int64 // the latest occurrence its records showed
+	// oldHash: restored from a snapshot before version 6, it is held
+	// under fnvObjectHash until its object comes back (see upgrade).
+	oldHash bool
 }
 
 // horizon is what the engine knows of the objects the totals cache forgot.
@@ -66,26 +70,20 @@ const clockSkew = int64(time.Minute)
 // that names no Event object, else the growth of its cumulative count (see
 // total).
 func (e *Engine) occurrences(ev *k8sevent.Event) int64 {
-	n := ev.Occurrences()
-	var key uint64 // keyHash of 'U' uid, or of 'N' namespace/name
-	switch {
-	case ev.UID != "":
-		key = fnvAdd(fnvAdd(fnvOffset, "U"), ev.UID)
-	case ev.Name != "" && (ev.Count > 0 || ev.SeriesCount > 0):
-		key = fnvAdd(fnvAdd(fnvAdd(fnvAdd(fnvOffset, "N"), ev.ObjectNamespace()), "/"), ev.Name)
-	default:
+	key, ok := objectHash(ev)
+	if !ok {
 		return 1
 	}
-	if c := ev.Cluster; c != (k8sevent.Cluster{}) {
-		// Another cluster's Event of the same name is another object. Hashed
-		// only when known, so the keys of snapshot version 4 stay valid.
-		key = fnvAdd(fnvAdd(fnvAdd(fnvAdd(key, "\x00C"), c.Name), "\x00"), c.UID)
-	}
+	n := ev.Occurrences()
 	last := ev.LatestTime()
 	if last.IsZero() {
 		last = ev.Time
 	}
-	if t, ok := e.totals.get(key); ok {
+	t, ok := e.totals.get(key)
+	if !ok && e.oldTotals > 0 {
+		t, ok = e.upgrade(ev, key)
+	}
+	if ok {
 		t.last = max(t.last, last.UnixNano())
 		if n <= t.count {
 			e.Stats.Unchanged++
@@ -95,13 +93,28 @@ func (e *Engine) occurrences(ev *k8sevent.Event) int64 {
 		t.count = n
 		return delta
 	}
-	t := total{count: n, first: unknownTime, last: last.UnixNano()}
+	nt := total{count: n, first: unknownTime, last: last.UnixNano()}
 	if !ev.EventTime.IsZero() || !ev.FirstTimestamp.IsZero() {
-		t.first = ev.FirstTime().UnixNano()
+		nt.first = ev.FirstTime().UnixNano()
 	}
-	counted := e.provable(key, &t)
-	e.totals.add(key, t)
+	counted := e.provable(key, &nt)
+	e.totals.add(key, nt)
 	return counted
+}
+
+// upgrade finds the total of ev's object, not held under its hash, under
+// the hash a snapshot before version 6 knew it by (fnvObjectHash), and
+// moves it to its hash: an upgrade keeps counting a watched Event from
+// where it was. Only while such totals remain (oldTotals).
+func (e *Engine) upgrade(ev *k8sevent.Event, key uint64) (*total, bool) {
+	old := fnvObjectHash(ev)
+	t, ok := e.totals.get(old)
+	if !ok || !t.oldHash {
+		return nil, false
+	}
+	t.oldHash = false
+	e.oldTotals--
+	return e.totals.rekey(old, key), true
 }
 
 // provable is how many of the occurrences of an object not in the cache
@@ -120,13 +133,20 @@ func (e *Engine) provable(key uint64, t *total) int64 {
 }
 
 // forget moves an object the totals cache pushes out into the horizon.
+// One held under its old hash (see upgrade) goes straight into the
+// horizon's part known only by times: the filter is asked by today's hash.
 func (e *Engine) forget(key uint64, t *total) {
 	limit := addCount(e.now, clockSkew)
 	first := t.first
 	if first != unknownTime {
 		first = min(first, limit)
 	}
-	e.filter.add(key, first, &e.forgot)
+	if t.oldHash {
+		e.oldTotals--
+		e.forgot.any, e.forgot.first = true, max(e.forgot.first, first)
+	} else {
+		e.filter.add(key, first, &e.forgot)
+	}
 	e.forgot.last = max(e.forgot.last, min(t.last, limit))
 }
 

@@ -9,8 +9,8 @@ package engine
 // by hash in an index (see index). The index holds at most 2^31 slots:
 // max_keys is far below.
 //
-// An object is known by the 64-bit FNV-1a hash of its key (keyHash), not
-// by the key. Two keys sharing it by chance would share a total, and the
+// An object is known by a 64-bit hash of its key (objectHash), not by
+// the key. Two keys sharing it by chance would share a total, and the
 // later one would count only its growth past the earlier one's count:
 // fewer occurrences, never more. At max_keys 4096 the chance that a new
 // key meets a held one is about 2^-52 (keys differing in one byte never
@@ -83,6 +83,18 @@ func (t *totalTable) add(hash uint64, tot total) bool {
 	t.index.at[pos] = position{mixed: uint32(mix64(hash)), slot: s + 1}
 	t.order.linkNewest(s)
 	return true
+}
+
+// rekey moves the object held under old (get just found it) to hash new,
+// not held, keeping its place in the order; it returns its total.
+func (t *totalTable) rekey(old, new uint64) *total {
+	_, s := t.find(old)
+	t.index.free(t.index.of(old, s))
+	pos, _ := t.find(new)
+	t.slots[s].hash = new
+	t.index.at[pos] = position{mixed: uint32(mix64(new)), slot: s + 1}
+	t.missedAt = -1
+	return &t.slots[s].total
 }
 
 // each calls f on every object held, least recently seen first.
