@@ -17,8 +17,9 @@ build:
 ## downloads leave a core idle); the race tests start once all of it is there.
 ## -vet=off: lint, which runs first, vets the same packages with every analyzer (go test's default runs a
 ## subset) and the same -race build; -ldflags=-w: test binaries without DWARF link about a quarter faster.
+## -parallel 3: the e2e package's parallel tests (mostly waiting on paced storms and faults) three at a time.
 test: test-deps
-	$(GO) test -race -vet=off -ldflags=-w -count=1 -timeout 30m $(PKGS)
+	$(GO) test -race -vet=off -ldflags=-w -parallel 3 -count=1 -timeout 30m $(PKGS)
 	cd recorder && $(GO) test -race -vet=off -ldflags=-w -count=1 -timeout 10m .  # ./example has no tests: vet and e2e/recorder_test.go build it
 	cd tools/image && GOWORK=off $(GO) test -race -count=1 -timeout 5m .  # make image's builder; e2e/image_test.go checks its image
 

@@ -10,7 +10,8 @@
 // TestFaultCollectorKilledWithRetriesPending, TestHandOverMirrorCrash,
 // TestHandOverTier2Crash and TestRestart. TestScaleOut too: with four tests
 // in parallel on 2 cores (go test -parallel 4) its single collector did not
-// stop within a minute of SIGTERM once. TestExactMetrics runs in parallel:
+// stop within a minute of SIGTERM once; make test runs the others three at
+// a time (-parallel 3). TestExactMetrics runs in parallel:
 // its records-out bound is computed from the wall time it took
 // (seriesRecordsBound), not from an expected pace of its storm.
 package e2e
