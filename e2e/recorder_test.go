@@ -135,7 +135,9 @@ func TestRecorderStorm(t *testing.T) {
 // Event lost while the collector is down: with nothing listening on the
 // OTLP port and a fallback to client-go's own tools/record recorder after
 // 1 s, the example's storm (the first 2 minutes of crashloop, at full
-// speed) goes straight to the API server; every (object, reason) pair is
+// speed) goes straight to the API server (its client at 100 QPS, not
+// client-go's default 5, so the test does not wait a minute on the
+// client's rate limiter); every (object, reason) pair is
 // there, and the recorder counts every event as handed over.
 func TestRecorderFallback(t *testing.T) {
 	t.Parallel()
@@ -149,7 +151,8 @@ func TestRecorderFallback(t *testing.T) {
 	require.NoError(t, stormsend.EnsureNamespaces(ctx, cs, occs))
 	const controller = "example.com/crashloop-fallback"
 	s, err := runExample(ctx, example, freePort(t), len(occs), "-speed", "0", "-controller", controller,
-		"-fallback-kubeconfig", srv.Kubeconfig(t), "-fallback-after", "1s", "-fallback-settle", "60s")
+		"-fallback-kubeconfig", srv.Kubeconfig(t), "-fallback-after", "1s", "-fallback-settle", "60s",
+		"-fallback-qps", "100") // client-go's default 5 QPS made the test wait ~60 s on its rate limiter
 	require.NoError(t, err)
 	assert.Equal(t, int64(len(occs)), s.Stats.FellBack, "every event handed to client-go's recorder")
 	assert.Zero(t, s.Stats.Sent+s.Stats.Dropped+s.Stats.Lost, "none sent to the absent collector, dropped or lost")

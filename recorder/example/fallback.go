@@ -22,10 +22,16 @@ type fallback struct {
 	sink        *watchedSink
 }
 
-func newFallback(kubeconfig, controller string) (*fallback, error) {
+// newFallback builds the fallback recorder; qps > 0 lifts client-go's
+// client-side rate limit (default 5 QPS, burst 10) to qps with a burst of
+// 2*qps, 0 keeps client-go's default.
+func newFallback(kubeconfig, controller string, qps float64) (*fallback, error) {
 	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
 	if err != nil {
 		return nil, fmt.Errorf("fallback kubeconfig: %w", err)
+	}
+	if qps > 0 {
+		cfg.QPS, cfg.Burst = float32(qps), int(2*qps)
 	}
 	cs, err := kubernetes.NewForConfig(cfg)
 	if err != nil {

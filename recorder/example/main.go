@@ -35,7 +35,7 @@ type flags struct {
 	insecure, print                          bool
 	fallbackKubeconfig                       string
 	fallbackAfter, fallbackSettle            time.Duration
-	speed                                    float64
+	speed, fallbackQPS                       float64
 	count, queue                             int
 	duration, shutdownTimeout                time.Duration
 }
@@ -56,6 +56,7 @@ func parseFlags() flags {
 	flag.StringVar(&f.fallbackKubeconfig, "fallback-kubeconfig", "", "kubeconfig of an API server to write to through client-go's tools/record once the collector has been unreachable for -fallback-after (default: no fallback)")
 	flag.DurationVar(&f.fallbackAfter, "fallback-after", 30*time.Second, "how long the collector may be unreachable before the fallback takes over")
 	flag.DurationVar(&f.fallbackSettle, "fallback-settle", time.Minute, "at most how long to wait after shutdown for client-go's fallback recorder to finish its writes")
+	flag.Float64Var(&f.fallbackQPS, "fallback-qps", 0, "client-side rate limit of the fallback's API client, burst twice that (0: client-go's default, 5 QPS, burst 10)")
 	flag.Parse()
 	return f
 }
@@ -95,7 +96,7 @@ func main() {
 	var fb *fallback
 	if f.fallbackKubeconfig != "" {
 		var err error
-		if fb, err = newFallback(f.fallbackKubeconfig, f.controller); err != nil {
+		if fb, err = newFallback(f.fallbackKubeconfig, f.controller, f.fallbackQPS); err != nil {
 			fail(err)
 		}
 		opts.Fallback, opts.FallbackAfter = fb.recorder, f.fallbackAfter
