@@ -8,11 +8,10 @@ import (
 )
 
 // EncodeEmitted writes onto lr, an input record moved into the eventseries
-// processor's output, what EncodeRepairs and then Encode write (the
-// repairs of ev, decoded from lr with problems, and the state st), with
-// one pass over the record's attributes and at most one growth of them:
-// every key to remove goes in that pass, and a key that holds its value
-// already is left as it is.
+// processor's output, the repairs of ev (decoded from lr with problems)
+// and the state st, with one pass over the record's attributes and at
+// most one growth of them: every key to remove goes in that pass, and a
+// key that holds its value already is left as it is.
 //
 // res, when not nil, is the record's own resource (no other record shares
 // it): a source host read from its k8s.node.name is moved from there onto

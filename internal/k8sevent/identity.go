@@ -135,7 +135,7 @@ func (id *identity) set(ref ObjectRef) {
 // and k8s.node.uid for a Node, ...). The record keeps its own copy of the
 // contract keys; the source host, which k8s.node.name held on contrib's
 // resources, goes on the record as k8s.event.source.host (EncodeEmitted,
-// EncodeRepairs, Encode).
+// Encode).
 //
 // A key that already holds ref's value (the first copy of it) is kept
 // where it is, with no new value made: a resource that came describing
