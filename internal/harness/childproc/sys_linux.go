@@ -1,6 +1,8 @@
 package childproc
 
 import (
+	"os"
+	"path/filepath"
 	"runtime"
 	"sync"
 	"syscall"
@@ -60,4 +62,22 @@ func releaseSpawnThread() {
 		close(spawner.reqs)
 		spawner.reqs = nil
 	}
+}
+
+// lockFile creates path (and its directory) and takes an exclusive lock on
+// it without waiting. locked is false if another process holds it; f is the
+// open file to keep while the lock is wanted (nil if none).
+func lockFile(path string) (f *os.File, locked bool) {
+	if err := os.MkdirAll(filepath.Dir(path), 0o777); err != nil {
+		return nil, true
+	}
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o666)
+	if err != nil {
+		return nil, true // cannot lock here: the process-wide reservation stays
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		f.Close()
+		return nil, false
+	}
+	return f, true
 }
