@@ -161,17 +161,26 @@ var ContractKeys = [numContractKeys]string{
 // keyIndex is k's place in ContractKeys, or -1 for a key outside the
 // contract. Every attribute of every record is looked up: a table indexed
 // by a hash of the length and two bytes, which no two contract keys share
-// (keyTable panics at start otherwise), is a third of a string switch.
+// (keyTable panics at start otherwise), then the key compared a word at a
+// time in place (the runtime's compare was a call, and the registers
+// saved around it, per attribute).
 func keyIndex(k string) contractKey {
-	if len(k) < 4 {
+	if len(k) < minKeyLen {
 		return -1
 	}
-	i := keyTable[keySlot(k)]
-	if i < 0 || ContractKeys[i] != k {
-		return -1
+	if e := &keyTable[keySlot(k)]; int(e.n) == len(k) && e.matches(k) {
+		return e.key
 	}
-	return contractKey(i)
+	return -1
 }
+
+// The shortest and longest contract keys (keyTable checks every key is
+// inside them): keySlot reads k[len(k)-4], matches whole words, of a key
+// of a slot's length only.
+const (
+	minKeyLen = 13
+	maxKeyLen = 40
+)
 
 func keySlot(k string) int {
 	return (len(k)*5 + int(k[len(k)-1])*3 + int(k[len(k)-4])) & (keyTableSize - 1)
@@ -179,15 +188,39 @@ func keySlot(k string) int {
 
 const keyTableSize = 128
 
-var keyTable = func() (t [keyTableSize]int8) {
-	for i := range t {
-		t[i] = -1
-	}
-	for i, k := range ContractKeys {
-		if t[keySlot(k)] >= 0 {
-			panic("k8sevent: contract keys " + ContractKeys[t[keySlot(k)]] + " and " + k + " share a slot of keyTable")
+// keyEntry is a contract key in keyTable: its bytes as words at 0, 8, 16
+// and 24 (those that fit) and its last 8, what matches reads.
+type keyEntry struct {
+	words [5]uint64
+	n     uint8 // the key's length; 0 in an empty slot
+	key   contractKey
+}
+
+// matches reports whether k, of e's length, is e's key: a word at 0, 8,
+// ... while a whole word fits, then the last 8 bytes (which overlap).
+func (e *keyEntry) matches(k string) bool {
+	last := len(k) - 8
+	for at := 0; at < last; at += 8 {
+		if keyWord(k, at) != e.words[at>>3&3] {
+			return false
 		}
-		t[keySlot(k)] = int8(i)
+	}
+	return keyWord(k, last) == e.words[4]
+}
+
+var keyTable = func() (t [keyTableSize]keyEntry) {
+	for i, k := range ContractKeys {
+		if len(k) < minKeyLen || len(k) > maxKeyLen {
+			panic("k8sevent: contract key " + k + " is outside minKeyLen and maxKeyLen")
+		}
+		e := &t[keySlot(k)]
+		if e.n != 0 {
+			panic("k8sevent: contract keys " + ContractKeys[e.key] + " and " + k + " share a slot of keyTable")
+		}
+		e.n, e.key = uint8(len(k)), contractKey(i)
+		for w := range e.words {
+			e.words[w] = keyWord(k, min(8*w, len(k)-8)) // words past the key are not read
+		}
 	}
 	return t
 }()

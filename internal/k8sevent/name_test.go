@@ -34,6 +34,26 @@ func TestKeyIndex(t *testing.T) {
 	}
 }
 
+// keyIndex compares a key a word at a time: a key with any one byte
+// changed, at any place, is no contract key, nor is one cut or extended
+// by a byte (each word of every key, the overlapping last one included).
+func TestKeyIndexComparesEveryByte(t *testing.T) {
+	for _, k := range ContractKeys {
+		for at := range len(k) {
+			for _, c := range []byte{k[at] ^ 1, k[at] ^ 0x80, 0, '.'} {
+				if c == k[at] {
+					continue
+				}
+				b := []byte(k)
+				b[at] = c
+				require.Equal(t, contractKey(-1), keyIndex(string(b)), "%q", b)
+			}
+		}
+		require.Equal(t, contractKey(-1), keyIndex(k[:len(k)-1]), k[:len(k)-1])
+		require.Equal(t, contractKey(-1), keyIndex(k[1:]), k[1:])
+	}
+}
+
 // Sanitize checks reporting controllers by hand: the check must agree with
 // apimachinery's on every string.
 func TestIsQualifiedNameAgreesWithApimachinery(t *testing.T) {
