@@ -50,6 +50,7 @@ type eventSeriesProcessor struct {
 	pending    outbox // decided, not yet taken by next
 	reported   engine.Stats
 	enc        k8sevent.StateEncoder // of the records decided (output)
+	sanitizer  k8sevent.Sanitizer    // of the records observed
 	logRate    *ratelog.Limiter[k8sevent.Problem]
 	refusalLog *ratelog.Limiter[string]
 	timerAt    int64         // deadline the goroutine waits for; 0 when none
@@ -251,7 +252,7 @@ func (p *eventSeriesProcessor) observe(ctx context.Context, ld plog.Logs, wall i
 				if p.eventTime {
 					now = p.eventNow(ev.Time.UnixNano(), limit, &counts)
 				}
-				repaired, fatal := k8sevent.Sanitize(&ev, time.Unix(0, now))
+				repaired, fatal := p.sanitizer.Sanitize(&ev, time.Unix(0, now))
 				problems |= resProblems | repaired
 				if fatal != 0 {
 					// An Event record that cannot be made valid is dropped
