@@ -189,7 +189,8 @@ func keySlot(k string) int {
 const keyTableSize = 128
 
 // keyEntry is a contract key in keyTable: its bytes as words at 0, 8, 16
-// and 24 (those that fit) and its last 8, what matches reads.
+// and 24, or at its last 8 where a word would pass its end, and its last
+// 8: what matches and DecodeAttributes compare.
 type keyEntry struct {
 	words [5]uint64
 	n     uint8 // the key's length; 0 in an empty slot
@@ -219,7 +220,7 @@ var keyTable = func() (t [keyTableSize]keyEntry) {
 		}
 		e.n, e.key = uint8(len(k)), contractKey(i)
 		for w := range e.words {
-			e.words[w] = keyWord(k, min(8*w, len(k)-8)) // words past the key are not read
+			e.words[w] = keyWord(k, min(8*w, len(k)-8)) // a short key's last words repeat its last 8 bytes
 		}
 	}
 	return t

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/pdata/pcommon"
 	"k8s.io/apimachinery/pkg/util/validation"
 )
 
@@ -46,12 +47,27 @@ func TestKeyIndexComparesEveryByte(t *testing.T) {
 				}
 				b := []byte(k)
 				b[at] = c
-				require.Equal(t, contractKey(-1), keyIndex(string(b)), "%q", b)
+				requireNoKey(t, string(b))
 			}
 		}
-		require.Equal(t, contractKey(-1), keyIndex(k[:len(k)-1]), k[:len(k)-1])
-		require.Equal(t, contractKey(-1), keyIndex(k[1:]), k[1:])
+		requireNoKey(t, k[:len(k)-1])
+		requireNoKey(t, k[1:])
+		requireNoKey(t, k+"x")
 	}
+}
+
+// requireNoKey checks that k is no contract key for keyIndex and for
+// DecodeAttributes, which compares keys in its own loop.
+func requireNoKey(t *testing.T, k string) {
+	t.Helper()
+	require.Equal(t, contractKey(-1), keyIndex(k), "%q", k)
+	m := pcommon.NewMap()
+	m.PutStr(k, "7")
+	var ev Event
+	problems, found := DecodeAttributes(m, &ev, DecodeOptions{})
+	require.False(t, found, "%q", k)
+	require.Zero(t, problems, "%q", k)
+	require.Equal(t, Event{}, ev, "%q", k)
 }
 
 // Sanitize checks reporting controllers by hand: the check must agree with

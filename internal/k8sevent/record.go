@@ -41,12 +41,17 @@ func DecodeAttributes(attrs pcommon.Map, dst *Event, opts DecodeOptions) (proble
 	var seen uint64
 	var others [numOtherKeys]pcommon.Value
 	for k, v := range attrs.All() {
-		// keyIndex, by hand: it is past the budget of a call the compiler inlines
+		// keyIndex, by hand (it is past the budget of a call the compiler
+		// inlines), and matches without a loop or a branch: five words, the
+		// last ones the same for a short key.
 		if len(k) < minKeyLen {
 			continue
 		}
 		e := &keyTable[keySlot(k)]
-		if int(e.n) != len(k) || !e.matches(k) {
+		last := len(k) - 8
+		if int(e.n) != len(k) || (keyWord(k, 0)^e.words[0])|(keyWord(k, min(8, last))^e.words[1])|
+			(keyWord(k, min(16, last))^e.words[2])|(keyWord(k, min(24, last))^e.words[3])|
+			(keyWord(k, last)^e.words[4]) != 0 {
 			continue
 		}
 		i := e.key
