@@ -222,18 +222,28 @@ func (p *eventSeriesProcessor) observe(ctx context.Context, ld plog.Logs, wall i
 	limit := wall + p.maxLead // event time: the watermark goes no further
 	opts := k8sevent.DecodeOptions{SkipTimes: true}
 	rls := ld.ResourceLogs()
+	var base, ev k8sevent.Event
 	for i := range rls.Len() {
 		rl := rls.At(i)
-		var base k8sevent.Event
-		resProblems, resFound := k8sevent.DecodeAttributes(rl.Resource().Attributes(), &base, opts)
 		sls := rl.ScopeLogs()
+		// One record under its resource, as receivers send Events: the
+		// resource is decoded straight into the record's Event, not copied.
+		only := sls.Len() == 1 && sls.At(0).LogRecords().Len() == 1
+		res := &base
+		if only {
+			res = &ev
+		}
+		*res = k8sevent.Event{}
+		resProblems, resFound := k8sevent.DecodeAttributes(rl.Resource().Attributes(), res, opts)
 		for j := range sls.Len() {
 			sl := sls.At(j)
 			src := source{rl: i, sl: j, dupKeys: resProblems&k8sevent.ProblemDuplicateKey != 0}
 			lrs := sl.LogRecords()
 			for k := range lrs.Len() {
 				lr := lrs.At(k)
-				ev := base
+				if !only {
+					ev = base
+				}
 				problems, found := k8sevent.DecodeRecord(lr, &ev, opts)
 				if !found && !resFound {
 					counts.nonEvent++
