@@ -161,17 +161,25 @@ var ContractKeys = [numContractKeys]string{
 // keyIndex is k's place in ContractKeys, or -1 for a key outside the
 // contract. Every attribute of every record is looked up: a table indexed
 // by a hash of the length and two bytes, which no two contract keys share
-// (keyTable panics at start otherwise), is a third of a string switch.
+// (keyTable panics at start otherwise), then one compare.
+// DecodeAttributes, the hottest caller, compares words in place instead.
 func keyIndex(k string) contractKey {
-	if len(k) < 4 {
+	if len(k) < minKeyLen {
 		return -1
 	}
-	i := keyTable[keySlot(k)]
-	if i < 0 || ContractKeys[i] != k {
-		return -1
+	if e := &keyTable[keySlot(k)]; int(e.n) == len(k) && e.name == k {
+		return e.key
 	}
-	return contractKey(i)
+	return -1
 }
+
+// The shortest and longest contract keys (keyTable checks every key is
+// inside them): keySlot reads k[len(k)-4], DecodeAttributes whole words,
+// of a key of a slot's length only.
+const (
+	minKeyLen = 13
+	maxKeyLen = 40
+)
 
 func keySlot(k string) int {
 	return (len(k)*5 + int(k[len(k)-1])*3 + int(k[len(k)-4])) & (keyTableSize - 1)
@@ -179,15 +187,29 @@ func keySlot(k string) int {
 
 const keyTableSize = 128
 
-var keyTable = func() (t [keyTableSize]int8) {
-	for i := range t {
-		t[i] = -1
-	}
+// keyEntry is a contract key in keyTable, with its bytes as words at 0, 8,
+// 16 and 24, or at its last 8 where a word would pass its end, and its
+// last 8: what DecodeAttributes compares, with no call and no branch.
+type keyEntry struct {
+	words [5]uint64
+	name  string
+	n     uint8 // len(name); 0 in an empty slot
+	key   contractKey
+}
+
+var keyTable = func() (t [keyTableSize]keyEntry) {
 	for i, k := range ContractKeys {
-		if t[keySlot(k)] >= 0 {
-			panic("k8sevent: contract keys " + ContractKeys[t[keySlot(k)]] + " and " + k + " share a slot of keyTable")
+		if len(k) < minKeyLen || len(k) > maxKeyLen {
+			panic("k8sevent: contract key " + k + " is outside minKeyLen and maxKeyLen")
 		}
-		t[keySlot(k)] = int8(i)
+		e := &t[keySlot(k)]
+		if e.n != 0 {
+			panic("k8sevent: contract keys " + ContractKeys[e.key] + " and " + k + " share a slot of keyTable")
+		}
+		e.name, e.n, e.key = k, uint8(len(k)), contractKey(i)
+		for w := range e.words {
+			e.words[w] = keyWord(k, min(8*w, len(k)-8)) // a short key's last words repeat its last 8 bytes
+		}
 	}
 	return t
 }()

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/pdata/pcommon"
 	"k8s.io/apimachinery/pkg/util/validation"
 )
 
@@ -32,6 +33,41 @@ func TestKeyIndex(t *testing.T) {
 	for _, k := range []string{"", "k", "k8s", "k8s.", "service.name", "k8s.pod.name"} {
 		require.Equal(t, contractKey(-1), keyIndex(k), k)
 	}
+}
+
+// keyIndex compares a key a word at a time: a key with any one byte
+// changed, at any place, is no contract key, nor is one cut or extended
+// by a byte (each word of every key, the overlapping last one included).
+func TestKeyIndexComparesEveryByte(t *testing.T) {
+	for _, k := range ContractKeys {
+		for at := range len(k) {
+			for _, c := range []byte{k[at] ^ 1, k[at] ^ 0x80, 0, '.'} {
+				if c == k[at] {
+					continue
+				}
+				b := []byte(k)
+				b[at] = c
+				requireNoKey(t, string(b))
+			}
+		}
+		requireNoKey(t, k[:len(k)-1])
+		requireNoKey(t, k[1:])
+		requireNoKey(t, k+"x")
+	}
+}
+
+// requireNoKey checks that k is no contract key for keyIndex and for
+// DecodeAttributes, which compares keys in its own loop.
+func requireNoKey(t *testing.T, k string) {
+	t.Helper()
+	require.Equal(t, contractKey(-1), keyIndex(k), "%q", k)
+	m := pcommon.NewMap()
+	m.PutStr(k, "7")
+	var ev Event
+	problems, found := DecodeAttributes(m, &ev, DecodeOptions{})
+	require.False(t, found, "%q", k)
+	require.Zero(t, problems, "%q", k)
+	require.Equal(t, Event{}, ev, "%q", k)
 }
 
 // Sanitize checks reporting controllers by hand: the check must agree with

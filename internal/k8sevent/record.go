@@ -41,16 +41,27 @@ func DecodeAttributes(attrs pcommon.Map, dst *Event, opts DecodeOptions) (proble
 	var seen uint64
 	var others [numOtherKeys]pcommon.Value
 	for k, v := range attrs.All() {
-		i := keyIndex(k)
-		if i < 0 {
+		// keyIndex, by hand (it is past the budget of a call the compiler
+		// inlines), and matches without a loop or a branch: five words, the
+		// last ones the same for a short key.
+		if len(k) < minKeyLen {
 			continue
 		}
-		if seen&(1<<i) != 0 {
+		e := &keyTable[keySlot(k)]
+		last := len(k) - 8
+		if int(e.n) != len(k) || (keyWord(k, 0)^e.words[0])|(keyWord(k, min(8, last))^e.words[1])|
+			(keyWord(k, min(16, last))^e.words[2])|(keyWord(k, min(24, last))^e.words[3])|
+			(keyWord(k, last)^e.words[4]) != 0 {
+			continue
+		}
+		i := e.key
+		bit := uint64(1) << (uint(i) & 63) // i < 64: no shift past the word to check
+		if seen&bit != 0 {
 			problems |= ProblemDuplicateKey
 			continue
 		}
-		seen |= 1 << i
-		if stringKeys&(1<<i) == 0 {
+		seen |= bit
+		if stringKeys&bit == 0 {
 			others[otherSlot[i]] = v
 			continue
 		}

@@ -50,6 +50,7 @@ type eventSeriesProcessor struct {
 	pending    outbox // decided, not yet taken by next
 	reported   engine.Stats
 	enc        k8sevent.StateEncoder // of the records decided (output)
+	sanitizer  k8sevent.Sanitizer    // of the records observed
 	logRate    *ratelog.Limiter[k8sevent.Problem]
 	refusalLog *ratelog.Limiter[string]
 	timerAt    int64         // deadline the goroutine waits for; 0 when none
@@ -221,18 +222,28 @@ func (p *eventSeriesProcessor) observe(ctx context.Context, ld plog.Logs, wall i
 	limit := wall + p.maxLead // event time: the watermark goes no further
 	opts := k8sevent.DecodeOptions{SkipTimes: true}
 	rls := ld.ResourceLogs()
+	var base, ev k8sevent.Event
 	for i := range rls.Len() {
 		rl := rls.At(i)
-		var base k8sevent.Event
-		resProblems, resFound := k8sevent.DecodeAttributes(rl.Resource().Attributes(), &base, opts)
 		sls := rl.ScopeLogs()
+		// One record under its resource, as receivers send Events: the
+		// resource is decoded straight into the record's Event, not copied.
+		only := sls.Len() == 1 && sls.At(0).LogRecords().Len() == 1
+		res := &base
+		if only {
+			res = &ev
+		}
+		*res = k8sevent.Event{}
+		resProblems, resFound := k8sevent.DecodeAttributes(rl.Resource().Attributes(), res, opts)
 		for j := range sls.Len() {
 			sl := sls.At(j)
 			src := source{rl: i, sl: j, dupKeys: resProblems&k8sevent.ProblemDuplicateKey != 0}
 			lrs := sl.LogRecords()
 			for k := range lrs.Len() {
 				lr := lrs.At(k)
-				ev := base
+				if !only {
+					ev = base
+				}
 				problems, found := k8sevent.DecodeRecord(lr, &ev, opts)
 				if !found && !resFound {
 					counts.nonEvent++
@@ -251,7 +262,7 @@ func (p *eventSeriesProcessor) observe(ctx context.Context, ld plog.Logs, wall i
 				if p.eventTime {
 					now = p.eventNow(ev.Time.UnixNano(), limit, &counts)
 				}
-				repaired, fatal := k8sevent.Sanitize(&ev, time.Unix(0, now))
+				repaired, fatal := p.sanitizer.Sanitize(&ev, time.Unix(0, now))
 				problems |= resProblems | repaired
 				if fatal != 0 {
 					// An Event record that cannot be made valid is dropped
