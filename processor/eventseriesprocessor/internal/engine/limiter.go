@@ -22,10 +22,10 @@ type limiter struct {
 // rateInf is rate.Inf: a limit that allows everything, burst or not.
 const rateInf = math.MaxFloat64
 
-// set puts the limiter in the state "tokens at last", as bucket.set's
-// three calls leave a zero rate.Limiter: empty with limit 0 and burst
-// burst at last-1s, then the limit tokens for that second, capped at
-// burst, then the limit qps.
+// set puts the limiter in the state "tokens at last", as the three calls
+// bucket.set made on a zero rate.Limiter left it: empty with limit 0 and
+// burst burst at last-1s, then the limit tokens for that second (capped
+// at burst), then the limit qps at last.
 func (l *limiter) set(qps float64, burst int, tokens float64, last int64) {
 	*l = limiter{limit: tokens, burst: burst}
 	l.tokens = l.tokensAfter(int64(time.Second)) // from 0, capped

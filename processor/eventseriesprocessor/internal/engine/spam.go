@@ -101,9 +101,9 @@ func (e *Engine) recountEvents() {
 }
 
 // bucket is a spam-filter token bucket. The limiter changes its state
-// (tokens, and when it last counted them) only when it allows a record, and
-// exposes neither: last keeps that time, and tokens at last are
-// TokensAt(any earlier time), so that a snapshot restores it exactly.
+// (tokens, and when it last counted them) only when it allows a record:
+// last keeps that time, and the tokens at last are the limiter's at any
+// earlier time, so that a snapshot restores it exactly.
 type bucket struct {
 	lim    limiter
 	last   int64
