@@ -46,48 +46,57 @@ func (h *deadlines) remove(st *state) {
 		return
 	}
 	last := len(*h) - 1
-	h.swap(i, last)
+	moved := (*h)[last]
 	(*h)[last] = nil
 	*h = (*h)[:last]
 	st.heapIdx = -1
-	if i < last && !h.up(i) {
-		h.down(i)
+	if i < last { // the last state takes st's place, then finds its own
+		(*h)[i], moved.heapIdx = moved, i
+		if !h.up(i) {
+			h.down(i)
+		}
 	}
 }
 
 func (h deadlines) less(i, j int) bool { return h[i].deadline < h[j].deadline }
 
-func (h deadlines) swap(i, j int) {
-	h[i], h[j] = h[j], h[i]
-	h[i].heapIdx = i
-	h[j].heapIdx = j
-}
-
+// up moves the state at i towards the root while it is due before its
+// parent, and reports whether it moved. It moves the parents down into
+// the hole and writes the state once, where swapping did at every level:
+// the same heap, in fewer steps.
 func (h deadlines) up(i int) (moved bool) {
+	st := h[i]
 	for i > 0 {
 		parent := (i - 1) / 2
-		if !h.less(i, parent) {
+		p := h[parent]
+		if st.deadline >= p.deadline {
 			break
 		}
-		h.swap(i, parent)
+		h[i], p.heapIdx = p, i
 		i, moved = parent, true
 	}
+	h[i], st.heapIdx = st, i
 	return moved
 }
 
+// down moves the state at i towards the leaves while a child is due
+// before it, the earlier child first (the left one on a tie), as up does.
 func (h deadlines) down(i int) {
+	st := h[i]
 	for {
-		small := i
-		if l := 2*i + 1; l < len(h) && h.less(l, small) {
-			small = l
+		small, d := i, st.deadline
+		if l := 2*i + 1; l < len(h) && h[l].deadline < d {
+			small, d = l, h[l].deadline
 		}
-		if r := 2*i + 2; r < len(h) && h.less(r, small) {
+		if r := 2*i + 2; r < len(h) && h[r].deadline < d {
 			small = r
 		}
 		if small == i {
-			return
+			break
 		}
-		h.swap(i, small)
+		h[i] = h[small]
+		h[i].heapIdx = i
 		i = small
 	}
+	h[i], st.heapIdx = st, i
 }

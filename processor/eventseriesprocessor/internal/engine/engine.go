@@ -353,8 +353,14 @@ func (e *Engine) touch(st *state, ev *k8sevent.Event, t int64) {
 // emit appends a record of st; filtered ones pass the spam filter first.
 // input is the record being observed, nil for timer records. The record
 // is made in its place in e.out (an Emission is ~500 bytes: copying one
-// cost a tenth of a new series) and taken back if the filter holds it.
+// cost a tenth of a new series); an input record the filter holds back
+// is not made at all (most records of a storm), a timer record is taken
+// back (the filter reads the Event rebuilt in it).
 func (e *Engine) emit(st *state, kind int, input *k8sevent.Event, filtered bool) bool {
+	if input != nil && filtered && !e.allow(input, st, kind == KindLegacy && st.visible) {
+		e.Stats.SpamDropped++
+		return false
+	}
 	n := len(e.out)
 	if n < cap(e.out) {
 		e.out = e.out[:n+1]
@@ -369,11 +375,11 @@ func (e *Engine) emit(st *state, kind int, input *k8sevent.Event, filtered bool)
 		layoutOf(st, &e.series).unpack(st.packed, &em.Event)
 		em.Event.Note = st.note
 		ev = &em.Event
-	}
-	if filtered && !e.allow(ev, st, kind == KindLegacy && input != nil && st.visible) {
-		e.Stats.SpamDropped++
-		e.out = e.out[:n]
-		return false
+		if filtered && !e.allow(ev, st, false) {
+			e.Stats.SpamDropped++
+			e.out = e.out[:n]
+			return false
+		}
 	}
 	if !filtered {
 		e.Stats.Unfiltered++

@@ -61,8 +61,9 @@ func (x *index) of(hash uint64, s int32) uint64 {
 }
 
 // free empties pos, moving back each later entry of its run that may take
-// its place.
-func (x *index) free(pos uint64) {
+// its place. It returns the one position it left empty (pos, or the place
+// of the last entry it moved): every other position keeps what it held.
+func (x *index) free(pos uint64) (emptied uint64) {
 	for {
 		x.at[pos] = position{}
 		next := pos
@@ -70,7 +71,7 @@ func (x *index) free(pos uint64) {
 			next = x.next(next)
 			p := x.at[next]
 			if p.slot == 0 {
-				return
+				return pos
 			}
 			home := uint64(p.mixed) & x.mask
 			if (next-home)&x.mask >= (next-pos)&x.mask { // pos lies on its way from home

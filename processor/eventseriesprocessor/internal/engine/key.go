@@ -258,20 +258,58 @@ func (l *layout) check(packed string) (keyLen int, ok bool) {
 }
 
 // appendFields appends the fields of ev at these offsets, each length
-// prefixed. It runs for every key of every record: an empty field (most
-// of a key's) costs one byte and no copy.
+// prefixed. It runs for every key of every record, so it grows buf at
+// most once, to room for fields of up to 127 bytes (a one-byte prefix),
+// then writes each prefix and copies each field of up to 16 bytes by two
+// loads and stores that may overlap, never reading outside the field: a
+// call per field (append's, copy's) made the loop save and reload its
+// registers each time. An empty field, most of a key's, costs one byte.
+// Meeting a field of 128 bytes or more, it starts again on the general
+// path.
 func appendFields(buf []byte, ev *k8sevent.Event, offsets []uintptr) []byte {
-	base := unsafe.Pointer(ev)
+	at := len(buf)
+	if len(offsets) == 0 {
+		return buf
+	}
+	buf = slices.Grow(buf, len(offsets)*0x80)
+	base, dst := unsafe.Pointer(ev), unsafe.Pointer(unsafe.SliceData(buf[at:at+1]))
+	i := 0 // dst+i stays inside buf: a pointer past its end is not one of its own
 	for _, off := range offsets {
 		s := *(*string)(unsafe.Add(base, off)) // *f.of(ev), without its switch
+		n := len(s)
+		*(*byte)(unsafe.Add(dst, i)) = byte(n)
+		to, from := unsafe.Add(dst, i+1), unsafe.Pointer(unsafe.StringData(s))
 		switch {
-		case s == "":
-			buf = append(buf, 0)
-		case len(s) < 0x80:
-			buf = append(append(buf, byte(len(s))), s...)
+		case n == 0:
+		case n >= 8 && n <= 16:
+			a, b := *(*uint64)(from), *(*uint64)(unsafe.Add(from, n-8))
+			*(*uint64)(to), *(*uint64)(unsafe.Add(to, n-8)) = a, b
+		case n >= 4 && n < 8:
+			a, b := *(*uint32)(from), *(*uint32)(unsafe.Add(from, n-4))
+			*(*uint32)(to), *(*uint32)(unsafe.Add(to, n-4)) = a, b
+		case n < 4:
+			a, b, c := *(*byte)(from), *(*byte)(unsafe.Add(from, n/2)), *(*byte)(unsafe.Add(from, n-1))
+			*(*byte)(to), *(*byte)(unsafe.Add(to, n/2)), *(*byte)(unsafe.Add(to, n-1)) = a, b, c
+		case n < 0x80:
+			copyLong(to, s)
 		default:
-			buf = append(binary.AppendUvarint(buf, uint64(len(s))), s...)
+			return appendLongFields(buf[:at], base, offsets)
 		}
+		i += 1 + n
+	}
+	return buf[:at+i]
+}
+
+// copyLong copies s to dst, which has room for it.
+//
+//go:noinline
+func copyLong(dst unsafe.Pointer, s string) { copy(unsafe.Slice((*byte)(dst), len(s)), s) }
+
+// appendLongFields is appendFields for fields of any length.
+func appendLongFields(buf []byte, base unsafe.Pointer, offsets []uintptr) []byte {
+	for _, off := range offsets {
+		s := *(*string)(unsafe.Add(base, off))
+		buf = append(binary.AppendUvarint(buf, uint64(len(s))), s...)
 	}
 	return buf
 }

@@ -107,3 +107,46 @@ func TestForgottenSetsTheSnapshotsBits(t *testing.T) {
 		}
 	}
 }
+
+// A key copies every byte of every field, whatever its length: each
+// field in turn gets distinct random bytes of every length from 0 to
+// 300 (the one-byte prefix's limit and the copies' size classes on both
+// sides), the others random short strings, and every layout's key and
+// packing are the length-prefixed fields (randomEvent's repeated letters
+// would not show a byte copied from the wrong place).
+func TestKeyCopiesEveryByteOfEveryLength(t *testing.T) {
+	rng := rand.New(rand.NewPCG(9, 10))
+	text := func(n int) string {
+		b := make([]byte, n)
+		for i := range b {
+			b[i] = byte(rng.Uint32())
+		}
+		return string(b)
+	}
+	series := seriesLayout(true)
+	layouts := []*layout{&identicalLayout, &aggregateLayout, &series}
+	for f := fType; f <= lastField; f++ {
+		for n := range 301 {
+			var ev k8sevent.Event
+			for g := fType; g <= lastField; g++ {
+				*g.of(&ev) = text(rng.IntN(20))
+			}
+			*f.of(&ev) = text(n)
+			for _, l := range layouts {
+				want := []byte{l.tag}
+				for _, g := range l.key {
+					want = append(binary.AppendUvarint(want, uint64(len(*g.of(&ev)))), *g.of(&ev)...)
+				}
+				prefix := []byte("kept")
+				got := l.appendKey(prefix, &ev)
+				require.Equal(t, "kept"+string(want), string(got), "field %d of %d bytes, layout %c", f, n, l.tag)
+				for _, g := range l.rest {
+					want = append(binary.AppendUvarint(want, uint64(len(*g.of(&ev)))), *g.of(&ev)...)
+				}
+				packed, keyLen, _ := l.pack(got[len(prefix):], &ev)
+				require.Equal(t, string(want), packed)
+				require.Equal(t, len(got)-len(prefix), keyLen)
+			}
+		}
+	}
+}

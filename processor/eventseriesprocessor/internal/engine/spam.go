@@ -3,9 +3,6 @@ package engine
 import (
 	"fmt"
 	"math"
-	"time"
-
-	"golang.org/x/time/rate"
 
 	"github.com/k8sevents/otel-k8sevents/internal/k8sevent"
 )
@@ -29,14 +26,14 @@ func (e *Engine) allow(ev *k8sevent.Event, st *state, update bool) bool {
 	// already gave (deadlines come due out of order within one Advance):
 	// it takes its token at the bucket's own latest time, as the limiter
 	// would otherwise step its clock back and refill that interval twice.
-	at := time.Unix(0, max(e.now, b.last))
+	at := max(e.now, b.last)
 	// At most burst-1 kept: a count update can always pass once the bucket
 	// is full, so a count is never stale for longer than burst/qps.
 	kept := min(b.events, e.cfg.SpamBurst-1)
-	if update && kept > 0 && b.lim.TokensAt(at) < float64(kept+1) || !b.lim.AllowN(at, 1) {
+	if update && kept > 0 && b.lim.tokensAt(at) < float64(kept+1) || !b.lim.allow(at) {
 		return false
 	}
-	b.last = at.UnixNano()
+	b.last = at
 	if e.cfg.Legacy && !st.inBucket {
 		st.inBucket = true
 		b.events++
@@ -104,34 +101,32 @@ func (e *Engine) recountEvents() {
 }
 
 // bucket is a spam-filter token bucket. The limiter changes its state
-// (tokens, and when it last counted them) only when it allows a record, and
-// exposes neither: last keeps that time, and tokens at last are
-// TokensAt(any earlier time), so that a snapshot restores it exactly.
+// (tokens, and when it last counted them) only when it allows a record:
+// last keeps that time, and the tokens at last are the limiter's at any
+// earlier time, so that a snapshot restores it exactly.
 type bucket struct {
-	lim    rate.Limiter
+	lim    limiter
 	last   int64
 	events int    // legacy: events of this key already written (not in a snapshot: restore recounts them)
 	slot   int32  // its slot in the cache, while it is in it
 	gen    uint32 // incremented when it is pushed out (see bucketOf)
 }
 
-// set puts the bucket in the state "tokens at last", exactly: from empty, a
-// limit of tokens per second for one second adds exactly 1.0 × tokens (the
-// limiter offers no setter). A new bucket is full: when it was last counted
-// does not matter, as time only adds to a full bucket what it caps.
+// set puts the bucket in the state "tokens at last", exactly (see
+// limiter.set). A new bucket is full: when it was last counted does not
+// matter, as time only adds to a full bucket what it caps.
 func (b *bucket) set(qps float64, burst int, tokens float64, last int64) {
-	at := time.Unix(0, last)
-	b.lim.SetBurstAt(at.Add(-time.Second), burst) // the zero limiter is empty, with limit 0
-	b.lim.SetLimitAt(at.Add(-time.Second), rate.Limit(tokens))
-	b.lim.SetLimitAt(at, rate.Limit(qps))
+	b.lim.set(qps, burst, tokens, last)
 	b.last = last
 }
 
 // tokens is what the limiter held when it last allowed a record (at b.last).
 func (b *bucket) tokens() float64 {
-	t := b.lim.TokensAt(time.Time{})
-	if math.IsNaN(t) { // an infinite limit (qps .inf) counts 0 s × Inf: the bucket never drains
-		return float64(b.lim.Burst())
+	// No time counted, as rate's TokensAt(time.Time{}); an infinite limit
+	// (qps .inf) counts 0 s × Inf: NaN, the bucket never drains.
+	t := b.lim.tokensAt(math.MinInt64)
+	if math.IsNaN(t) {
+		return float64(b.lim.burst)
 	}
 	return t
 }

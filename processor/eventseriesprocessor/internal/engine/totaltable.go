@@ -70,11 +70,15 @@ func (t *totalTable) add(hash uint64, tot total) bool {
 		s = t.order.oldest
 		old := &t.slots[s]
 		t.order.unlink(s)
-		t.index.free(t.index.of(old.hash, s))
+		emptied := t.index.free(t.index.of(old.hash, s))
 		if t.onEvict != nil {
 			t.onEvict(old.hash, &old.total)
 		}
-		pos, _ = t.find(hash) // the removal may have moved the free position
+		// The removal emptied one position and filled none: hash's first
+		// free one is that one if it comes first from its home.
+		if home, _ := t.index.home(hash); (emptied-home)&t.index.mask < (pos-home)&t.index.mask {
+			pos = emptied
+		}
 	} else {
 		s = int32(len(t.slots))
 		t.slots = t.slots[:s+1]
