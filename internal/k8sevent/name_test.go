@@ -1,9 +1,13 @@
 package k8sevent
 
 import (
+	"fmt"
+	"math"
 	"math/rand/v2"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/pdata/pcommon"
@@ -96,4 +100,44 @@ func randomStrings(seed uint64, alphabet string) []string {
 		out[n] = string(b)
 	}
 	return out
+}
+
+// generateNameBefore is GenerateName as it was before it checked only the
+// regarding name: the whole name checked, strconv's hex, a byte-wise FNV-1a.
+func generateNameBefore(regardingName string, first time.Time, key string) string {
+	h := uint32(2166136261)
+	for i := 0; i < len(key); i++ {
+		h = (h ^ uint32(key[i])) * 16777619
+	}
+	b := append([]byte(regardingName), '.')
+	b = strconv.AppendUint(b, uint64(first.UnixNano()), 16)
+	b = fmt.Appendf(b, "%08x", h)
+	if len(validation.IsDNS1123Subdomain(string(b))) == 0 {
+		return string(b)
+	}
+	return fmt.Sprintf("event.%016x%08x", uint64(first.UnixNano()), h)
+}
+
+// Names stay what they were (a restored snapshot's series and a previous
+// version's objects keep theirs) and valid: over random regarding names
+// (valid and not, around the 253-byte limit), times (zero, negative, the
+// ends of int64) and keys (every length around the hash's 4-byte steps),
+// GenerateName gives the name it gave before, and it is a DNS subdomain.
+func TestGenerateNameIsUnchangedAndValid(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	names := append(randomStrings(7, "ab09.-.-A_é"), "", "a", strings.Repeat("a", 220), strings.Repeat("a.", 112)+"a")
+	for i, name := range names {
+		if i%50 == 0 {
+			name = strings.Repeat("x", 200+rng.IntN(60)) // where the suffix crosses 253 bytes
+		}
+		ns := []int64{0, 1, -1, math.MaxInt64, math.MinInt64, 15, 16, rng.Int64(), -rng.Int64()}[rng.IntN(9)]
+		first := time.Unix(0, ns)
+		key := make([]byte, rng.IntN(40))
+		for j := range key {
+			key[j] = byte(rng.Uint32())
+		}
+		got := GenerateName(name, first, string(key))
+		require.Equal(t, generateNameBefore(name, first, string(key)), got, "%q at %d", name, ns)
+		require.Empty(t, validation.IsDNS1123Subdomain(got), got)
+	}
 }
