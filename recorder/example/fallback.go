@@ -43,51 +43,64 @@ func newFallback(kubeconfig, controller string, qps float64) (*fallback, error) 
 	return f, nil
 }
 
-// settle waits, at most bound, until client-go's recorder is done
-// writing: its writes are asynchronous, its Shutdown does not wait for
-// them, and after a failed write it sleeps 10 s before the retry. Then it
-// shuts the broadcaster down.
+// settleMarker is the Event settle hands to client-go's recorder after
+// the app's last one. The recorder's sink takes the events of its watcher
+// one at a time, in order, each write with its retries done before the
+// next; so the marker reaches the sink only once every earlier event was
+// written or given up. The sink swallows it: it is never written.
+var settleMarker = &corev1.ObjectReference{Kind: "Pod", Namespace: "default", Name: "fallback-settle-marker", UID: "fallback-settle-marker"}
+
+const settleReason = "FallbackSettled"
+
+// settle waits, at most bound, until client-go's recorder is done with
+// every event handed to it: its writes are asynchronous, its Shutdown does
+// not wait for them (it drops what is still queued), and after a failed
+// write it sleeps 10 s before the retry. Then it shuts the broadcaster
+// down. An idle sink is no sign of that: the events may not have reached
+// it yet (they did not, on a loaded CI machine, and Shutdown dropped them
+// all).
 func (f *fallback) settle(bound time.Duration) {
+	f.recorder.Event(settleMarker, corev1.EventTypeNormal, settleReason, "every earlier event was handled")
 	deadline := time.Now().Add(bound)
-	for time.Now().Before(deadline) {
-		idle := f.sink.inflight.Load() == 0 && time.Since(time.Unix(0, f.sink.lastCall.Load())) >= 2*time.Second
-		if idle && time.Since(time.Unix(0, f.sink.lastFailure.Load())) >= 13*time.Second {
-			break
-		}
-		time.Sleep(100 * time.Millisecond)
+	for !f.sink.settled.Load() && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
 	}
 	f.broadcaster.Shutdown()
 }
 
-// watchedSink is client-go's event sink, watched: writes under way, the
-// time of the last one and of the last failure.
+// watchedSink is client-go's event sink, watching for settle's marker,
+// which it swallows.
 type watchedSink struct {
-	inner                 record.EventSink
-	inflight              atomic.Int64
-	lastCall, lastFailure atomic.Int64 // Unix ns
+	inner   record.EventSink
+	settled atomic.Bool // the marker arrived
 }
 
-func (s *watchedSink) track(ev *corev1.Event, err error) (*corev1.Event, error) {
-	now := time.Now().UnixNano()
-	s.lastCall.Store(now)
-	if err != nil {
-		s.lastFailure.Store(now)
+// marker reports whether e is settle's marker, and notes its arrival.
+func (s *watchedSink) marker(e *corev1.Event) bool {
+	if e.Reason != settleReason || e.InvolvedObject.UID != settleMarker.UID {
+		return false
 	}
-	s.inflight.Add(-1)
-	return ev, err
+	s.settled.Store(true)
+	return true
 }
 
 func (s *watchedSink) Create(e *corev1.Event) (*corev1.Event, error) {
-	s.inflight.Add(1)
-	return s.track(s.inner.Create(e))
+	if s.marker(e) {
+		return e, nil
+	}
+	return s.inner.Create(e)
 }
 
 func (s *watchedSink) Update(e *corev1.Event) (*corev1.Event, error) {
-	s.inflight.Add(1)
-	return s.track(s.inner.Update(e))
+	if s.marker(e) {
+		return e, nil
+	}
+	return s.inner.Update(e)
 }
 
 func (s *watchedSink) Patch(e *corev1.Event, data []byte) (*corev1.Event, error) {
-	s.inflight.Add(1)
-	return s.track(s.inner.Patch(e, data))
+	if s.marker(e) {
+		return e, nil
+	}
+	return s.inner.Patch(e, data)
 }
