@@ -96,7 +96,7 @@ var otherSlot = func() (s [numContractKeys]int8) {
 	n := 0
 	for i := range numContractKeys {
 		s[i] = -1
-		if stringKeys&(1<<i) == 0 {
+		if stringKeys&(uint64(1)<<i) == 0 {
 			s[i] = int8(n)
 			n++
 		}

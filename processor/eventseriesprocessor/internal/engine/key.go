@@ -268,8 +268,8 @@ func (l *layout) check(packed string) (keyLen int, ok bool) {
 // path.
 func appendFields(buf []byte, ev *k8sevent.Event, offsets []uintptr) []byte {
 	at := len(buf)
-	if len(offsets) == 0 {
-		return buf
+	if len(offsets) == 0 || !unalignedLoads {
+		return appendLongFields(buf, unsafe.Pointer(ev), offsets)
 	}
 	buf = slices.Grow(buf, len(offsets)*0x80)
 	base, dst := unsafe.Pointer(ev), unsafe.Pointer(unsafe.SliceData(buf[at:at+1]))
