@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"cmp"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -129,6 +130,6 @@ func stalenessStream(rng *rand.Rand, pods int, span time.Duration) []stalenessOc
 			at = at.Add(7*time.Minute + time.Duration(rng.Int64N(int64(20*time.Minute))))
 		}
 	}
-	slices.SortStableFunc(occs, func(a, b stalenessOcc) int { return int(a.at - b.at) })
+	slices.SortStableFunc(occs, func(a, b stalenessOcc) int { return cmp.Compare(a.at, b.at) })
 	return occs
 }
