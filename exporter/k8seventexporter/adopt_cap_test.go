@@ -180,7 +180,7 @@ func runCapFault(t *testing.T, r *rig, api string, f fault, pod string) {
 		acted = func() int { return min(h.Acted(), lists.Acted()/2) }
 		remove = func() { h.Remove(); lists.Remove() }
 	}
-	require.Eventually(t, func() bool { return acted() >= hits }, 30*time.Second, 10*time.Millisecond, "the fault met the create")
+	require.Eventually(t, func() bool { return acted() >= hits }, 2*time.Minute, 10*time.Millisecond, "the fault met the create")
 	remove()
 	wg.Wait()
 
