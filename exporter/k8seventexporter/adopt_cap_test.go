@@ -172,10 +172,10 @@ func runCapFault(t *testing.T, r *rig, api string, f fault, pod string) {
 	if f.forAWhile && f.rule.Action == faultproxy.ApplyDropAnswer {
 		// A create applied is found by the retry's listing (its own name):
 		// no second create. For a while, then, is the create's answer and
-		// the listings of its retries lost (from the third listing: the
-		// first two are the two series' own, before the create).
+		// the next two listings lost: those of its retries, counted from
+		// the create's fault whatever the writers listed before it.
 		lists := fr.proxy.Add(faultproxy.Rule{Verb: "GET", Path: "/api/v1/namespaces/shop/events", Query: "fieldSelector",
-			Action: faultproxy.ApplyDropAnswer, From: 3})
+			After: h, Times: 2, Action: faultproxy.ApplyDropAnswer})
 		defer lists.Remove()
 		acted = func() int { return min(h.Acted(), lists.Acted()/2) }
 		remove = func() { h.Remove(); lists.Remove() }

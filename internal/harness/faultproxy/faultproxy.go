@@ -79,6 +79,10 @@ type Rule struct {
 	From int
 	// Times is how many matching requests it acts on from From; 0: all.
 	Times int
+	// After, when set, is a rule of the same proxy: this one matches only
+	// requests that arrive once After has acted, so From and Times count
+	// from that moment, whatever came before.
+	After *Handle
 	// Action is what it does to them.
 	Action Action
 	// Code is Fail's HTTP status; 0 means 500.
@@ -235,7 +239,11 @@ func (p *Proxy) decide(r *http.Request) Rule {
 	return act.rule
 }
 
+// matches is called with the proxy's lock held (After's counter).
 func (r Rule) matches(req *http.Request) bool {
+	if r.After != nil && r.After.acted == 0 {
+		return false
+	}
 	if r.Verb != "" && r.Verb != req.Method {
 		return false
 	}

@@ -67,6 +67,31 @@ func TestRulesActOnTheirOccurrencesOnly(t *testing.T) {
 	assert.Equal(t, 2, p.Done(Fail))
 }
 
+// TestAfterCountsFromTheOtherRulesFirstAct: a rule chained to another
+// matches nothing before that one acts, then counts From and Times from
+// there, however many requests came before.
+func TestAfterCountsFromTheOtherRulesFirstAct(t *testing.T) {
+	up, _ := upstream(t)
+	p, err := New(up.URL, http.DefaultTransport)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = p.Close() })
+
+	create := p.Add(Rule{Verb: "POST", Path: "/events", From: 2, Times: 1, Action: Fail, Code: 503})
+	lists := p.Add(Rule{Verb: "GET", Path: "/events", After: create, From: 2, Times: 2, Action: Fail, Code: 500})
+	code := func(method string) int {
+		resp, err := do(t, p, method, "/events", 5*time.Second)
+		require.NoError(t, err)
+		return resp.StatusCode
+	}
+	var codes []int
+	for _, m := range []string{"GET", "GET", "GET", "POST", "GET", "POST", "GET", "GET", "GET", "GET"} {
+		codes = append(codes, code(m))
+	}
+	assert.Equal(t, []int{200, 200, 200, 200, 200, 503, 200, 500, 500, 200}, codes)
+	assert.Equal(t, 4, lists.Matched(), "the listings after the create's fault")
+	assert.Equal(t, 2, lists.Acted())
+}
+
 func TestResetHoldAndApplyDropAnswer(t *testing.T) {
 	up, applied := upstream(t)
 	p, err := New(up.URL, http.DefaultTransport)
