@@ -15,31 +15,34 @@ import (
 // is about, not whoever sent it.
 
 // semconvKind is a kind the semantic conventions name: the API group it
-// must belong to and its name and uid keys (<prefix>.name, <prefix>.uid).
+// must belong to and its name and uid keys (<prefix>.name, <prefix>.uid),
+// whose identity slots are nameSlot and nameSlot+1.
 type semconvKind struct {
 	group           string // "" for the core group
 	nameKey, uidKey string
+	nameSlot        int
 }
 
-func kind(group, prefix string) semconvKind {
-	return semconvKind{group: group, nameKey: prefix + ".name", uidKey: prefix + ".uid"}
-}
+// semconvKindNames are the kinds the semantic conventions name, in the
+// order of their identity slots.
+var semconvKindNames = [...]string{"Pod", "Node", "ReplicationController", "ResourceQuota", "Deployment", "ReplicaSet",
+	"StatefulSet", "DaemonSet", "Job", "CronJob", "HorizontalPodAutoscaler"}
 
 // semconvKinds maps a regarding object's kind to its semantic-conventions
 // keys. Namespace is left out: its key, k8s.namespace.name, is the
 // regarding object's namespace in the contract.
 var semconvKinds = map[string]semconvKind{
-	"Pod":                     kind("", "k8s.pod"),
-	"Node":                    kind("", "k8s.node"),
-	"ReplicationController":   kind("", "k8s.replicationcontroller"),
-	"ResourceQuota":           kind("", "k8s.resourcequota"),
-	"Deployment":              kind("apps", "k8s.deployment"),
-	"ReplicaSet":              kind("apps", "k8s.replicaset"),
-	"StatefulSet":             kind("apps", "k8s.statefulset"),
-	"DaemonSet":               kind("apps", "k8s.daemonset"),
-	"Job":                     kind("batch", "k8s.job"),
-	"CronJob":                 kind("batch", "k8s.cronjob"),
-	"HorizontalPodAutoscaler": kind("autoscaling", "k8s.hpa"),
+	"Pod":                     {group: "", nameKey: "k8s.pod"},
+	"Node":                    {group: "", nameKey: "k8s.node"},
+	"ReplicationController":   {group: "", nameKey: "k8s.replicationcontroller"},
+	"ResourceQuota":           {group: "", nameKey: "k8s.resourcequota"},
+	"Deployment":              {group: "apps", nameKey: "k8s.deployment"},
+	"ReplicaSet":              {group: "apps", nameKey: "k8s.replicaset"},
+	"StatefulSet":             {group: "apps", nameKey: "k8s.statefulset"},
+	"DaemonSet":               {group: "apps", nameKey: "k8s.daemonset"},
+	"Job":                     {group: "batch", nameKey: "k8s.job"},
+	"CronJob":                 {group: "batch", nameKey: "k8s.cronjob"},
+	"HorizontalPodAutoscaler": {group: "autoscaling", nameKey: "k8s.hpa"},
 }
 
 // AttrContainerName is the semantic conventions' container name, written on
@@ -47,21 +50,74 @@ var semconvKinds = map[string]semconvKind{
 // (spec.containers{name}, spec.initContainers{name}, ...).
 const AttrContainerName = "k8s.container.name"
 
+// Identity slots: every key PutIdentity may write has a number below
+// identitySlots (its bit in a uint32), the semantic conventions' name and
+// uid keys from slotSemconv on, two per kind in semconvKindNames' order.
+const (
+	slotNamespace = iota
+	slotObjectKind
+	slotObjectName
+	slotObjectUID
+	slotObjectAPIVersion
+	slotObjectFieldPath
+	slotObjectResourceVer
+	slotContainerName
+	slotSemconv
+	slotPodName   = slotSemconv // Pod is semconvKindNames[0]
+	identitySlots = slotSemconv + 2*len(semconvKindNames)
+)
+
+// identityKeyNames is the key of each identity slot; identityTable finds
+// a key's slot (identitySlot).
+var identityKeyNames, identityTable = identitySlotTables()
+
+// identitySlotEntry is a key in identityTable, with its slot.
+type identitySlotEntry struct {
+	name string
+	slot int8
+}
+
+// identityTableSlot is where identityTable holds k, if anywhere: a mix of
+// its length and two bytes, without collision for the identity keys
+// (identitySlotTables panics otherwise).
+func identityTableSlot(k string) int {
+	return (len(k) + int(k[4])*6 + int(k[len(k)-2])*28) & 63
+}
+
+func identitySlotTables() (names [identitySlots]string, table [64]identitySlotEntry) {
+	copy(names[:], []string{AttrNamespace, AttrObjectKind, AttrObjectName, AttrObjectUID,
+		AttrObjectAPIVersion, AttrObjectFieldPath, AttrObjectResourceVer, AttrContainerName})
+	for i, kind := range semconvKindNames {
+		k := semconvKinds[kind]
+		prefix := k.nameKey
+		k.nameKey, k.uidKey, k.nameSlot = prefix+".name", prefix+".uid", slotSemconv+2*i
+		semconvKinds[kind] = k
+		names[k.nameSlot], names[k.nameSlot+1] = k.nameKey, k.uidKey
+	}
+	for s, k := range names {
+		e := &table[identityTableSlot(k)]
+		if e.name != "" {
+			panic("k8sevent: identity keys " + e.name + " and " + k + " share a table slot")
+		}
+		*e = identitySlotEntry{name: k, slot: int8(s)}
+	}
+	return names, table
+}
+
+// identitySlot is k's identity slot, or -1 when PutIdentity never writes k.
+func identitySlot(k string) int {
+	if len(k) < 5 {
+		return -1
+	}
+	if e := &identityTable[identityTableSlot(k)]; e.name == k {
+		return int(e.slot)
+	}
+	return -1
+}
+
 // IdentityKeys are every key PutIdentity may write on a resource: an
 // emitted record's resource holds none of them but its regarding object's.
-var IdentityKeys = identityKeys()
-
-func identityKeys() []string {
-	keys := []string{
-		AttrNamespace, AttrObjectKind, AttrObjectName, AttrObjectUID,
-		AttrObjectAPIVersion, AttrObjectFieldPath, AttrObjectResourceVer, AttrContainerName,
-	}
-	for _, k := range []string{"Pod", "Node", "ReplicationController", "ResourceQuota", "Deployment", "ReplicaSet",
-		"StatefulSet", "DaemonSet", "Job", "CronJob", "HorizontalPodAutoscaler"} {
-		keys = append(keys, semconvKinds[k].nameKey, semconvKinds[k].uidKey)
-	}
-	return keys
-}
+var IdentityKeys = append([]string(nil), identityKeyNames[:]...)
 
 // semconvOf is the semantic-conventions kind of ref, or false when the
 // conventions do not name it (or its API version is of another group: a
@@ -98,33 +154,38 @@ func containerName(fieldPath string) string {
 }
 
 // identity is the identity keys a resource holds for one object, with
-// their values, in the order PutIdentity appends them.
+// their values: order lists their slots (identitySlot) in the order
+// PutIdentity appends them.
 type identity struct {
-	keys, values [10]string
-	n            int
+	values [identitySlots]string
+	has    uint32 // bit s: the key of slot s is one of them
+	order  [10]int8
+	n      int
 }
 
-func (id *identity) add(k, v string) {
+func (id *identity) add(slot int, v string) {
 	if v != "" {
-		id.keys[id.n], id.values[id.n] = k, v
+		id.values[slot] = v
+		id.has |= 1 << slot
+		id.order[id.n] = int8(slot)
 		id.n++
 	}
 }
 
 // set fills id with ref's identity keys.
 func (id *identity) set(ref ObjectRef) {
-	id.add(AttrNamespace, ref.Namespace)
-	id.add(AttrObjectKind, ref.Kind)
-	id.add(AttrObjectName, ref.Name)
-	id.add(AttrObjectUID, ref.UID)
-	id.add(AttrObjectAPIVersion, ref.APIVersion)
-	id.add(AttrObjectFieldPath, ref.FieldPath)
-	id.add(AttrObjectResourceVer, ref.ResourceVersion)
+	id.add(slotNamespace, ref.Namespace)
+	id.add(slotObjectKind, ref.Kind)
+	id.add(slotObjectName, ref.Name)
+	id.add(slotObjectUID, ref.UID)
+	id.add(slotObjectAPIVersion, ref.APIVersion)
+	id.add(slotObjectFieldPath, ref.FieldPath)
+	id.add(slotObjectResourceVer, ref.ResourceVersion)
 	if k, ok := semconvOf(ref); ok {
-		id.add(k.nameKey, ref.Name)
-		id.add(k.uidKey, ref.UID)
-		if k.nameKey == "k8s.pod.name" {
-			id.add(AttrContainerName, containerName(ref.FieldPath))
+		id.add(k.nameSlot, ref.Name)
+		id.add(k.nameSlot+1, ref.UID)
+		if k.nameSlot == slotPodName {
+			id.add(slotContainerName, containerName(ref.FieldPath))
 		}
 	}
 }
@@ -156,7 +217,7 @@ func OwnResource(attrs pcommon.Map, ref ObjectRef, owned KeySet, dupKeys bool) {
 func putIdentity(attrs pcommon.Map, ref ObjectRef, owned KeySet, dupKeys bool) {
 	var id identity
 	id.set(ref)
-	var kept uint16 // bit i: id.keys[i] holds its value already
+	var kept uint32 // bit s: the key of slot s holds its value already
 	var seen uint64 // contract keys met, with dupKeys
 	attrs.RemoveIf(func(k string, v pcommon.Value) bool {
 		if owned != 0 || dupKeys {
@@ -168,45 +229,27 @@ func putIdentity(attrs pcommon.Map, ref ObjectRef, owned KeySet, dupKeys bool) {
 				}
 			}
 		}
-		if !IsIdentityKey(k) {
+		s := identitySlot(k)
+		if s < 0 {
 			return false
 		}
-		for i := range id.n {
-			if id.keys[i] == k {
-				keep := kept&(1<<i) == 0 && v.Type() == pcommon.ValueTypeStr && v.Str() == id.values[i]
-				if keep {
-					kept |= 1 << i
-				}
-				return !keep
-			}
+		bit := uint32(1) << s
+		keep := id.has&^kept&bit != 0 && v.Type() == pcommon.ValueTypeStr && v.Str() == id.values[s]
+		if keep {
+			kept |= bit
 		}
-		return true
+		return !keep
 	})
-	attrs.EnsureCapacity(attrs.Len() + id.n - bits.OnesCount16(kept)) // one allocation, not one per growth
-	for i := range id.n {
-		if kept&(1<<i) == 0 {
-			attrs.PutStr(id.keys[i], id.values[i])
+	attrs.EnsureCapacity(attrs.Len() + id.n - bits.OnesCount32(kept)) // one allocation, not one per growth
+	for _, s := range id.order[:id.n] {
+		if kept&(1<<s) == 0 {
+			attrs.PutStr(identityKeyNames[s], id.values[s])
 		}
 	}
 }
 
 // IsIdentityKey reports whether PutIdentity may write k.
-func IsIdentityKey(k string) bool {
-	// A switch, not a map: it runs on every attribute of every emitted
-	// record's resource, and most keys are told apart by their length.
-	switch k {
-	case AttrNamespace, AttrObjectKind, AttrObjectName, AttrObjectUID, AttrObjectAPIVersion,
-		AttrObjectFieldPath, AttrObjectResourceVer, AttrContainerName,
-		"k8s.pod.name", "k8s.pod.uid", "k8s.node.name", "k8s.node.uid",
-		"k8s.replicationcontroller.name", "k8s.replicationcontroller.uid",
-		"k8s.resourcequota.name", "k8s.resourcequota.uid", "k8s.deployment.name", "k8s.deployment.uid",
-		"k8s.replicaset.name", "k8s.replicaset.uid", "k8s.statefulset.name", "k8s.statefulset.uid",
-		"k8s.daemonset.name", "k8s.daemonset.uid", "k8s.job.name", "k8s.job.uid",
-		"k8s.cronjob.name", "k8s.cronjob.uid", "k8s.hpa.name", "k8s.hpa.uid":
-		return true
-	}
-	return false
-}
+func IsIdentityKey(k string) bool { return identitySlot(k) >= 0 }
 
 // RemoveIdentityKeys removes every copy of every key PutIdentity may write.
 func RemoveIdentityKeys(attrs pcommon.Map) {
