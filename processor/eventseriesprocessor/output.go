@@ -49,6 +49,16 @@ type output struct {
 	movedRL       int
 	moved         pcommon.Resource
 	movedIdentity bool
+	// deferring: every record out so far is the only record of its input
+	// ResourceLogs, which stays in place in in, marked in whole (wholes of
+	// them); finish makes the output of in's own slice, its pointers moved
+	// (no new ResourceLogs per record). The first record that needs an
+	// output ResourceLogs of its own ends it: the marked ones move out
+	// first, in order (start).
+	deferring bool
+	in        plog.ResourceLogsSlice
+	whole     []bool
+	wholes    int
 }
 
 // newOutput makes an output writing states with enc, which it does not
@@ -66,6 +76,53 @@ type source struct {
 
 var timerSource = source{rl: -1, sl: -1, emitted: true}
 
+// deferFrom makes the output keep the only records of input ResourceLogs
+// in in, where they are, until it needs a ResourceLogs of its own (start)
+// or finish. whole, as long as in and all false, marks them.
+func (o *output) deferFrom(in plog.ResourceLogsSlice, whole []bool) {
+	o.deferring, o.in, o.whole = true, in, whole
+}
+
+// start makes the output's Logs, if not made yet: the input ResourceLogs
+// kept in place so far move into it first, in order.
+func (o *output) start() {
+	if o.started {
+		return
+	}
+	o.logs, o.started = plog.NewLogs(), true
+	if !o.deferring {
+		return
+	}
+	o.deferring = false
+	rls := o.logs.ResourceLogs()
+	rls.EnsureCapacity(o.wholes)
+	for i, w := range o.whole {
+		if w {
+			o.in.At(i).MoveTo(rls.AppendEmpty())
+		}
+	}
+}
+
+// finish ends the output: when every record out is the only record of an
+// input ResourceLogs kept in place, the output is made of the input's
+// slice, without the ResourceLogs none of whose records went out, in the
+// input's order, which is the order decided.
+func (o *output) finish() {
+	if !o.deferring || o.wholes == 0 {
+		return
+	}
+	o.deferring = false
+	if o.wholes < o.in.Len() {
+		i := 0
+		o.in.RemoveIf(func(plog.ResourceLogs) bool {
+			i++
+			return !o.whole[i-1]
+		})
+	}
+	o.logs, o.started = plog.NewLogs(), true
+	o.in.MoveAndAppendTo(o.logs.ResourceLogs())
+}
+
 func (o *output) len() int {
 	if !o.started {
 		return 0
@@ -79,9 +136,7 @@ func (o *output) scope(src source, obj *k8sevent.ObjectRef, rl plog.ResourceLogs
 	if o.started && o.src == src && o.obj == *obj {
 		return o.records
 	}
-	if !o.started {
-		o.logs, o.started = plog.NewLogs(), true
-	}
+	o.start()
 	outRL := o.logs.ResourceLogs().AppendEmpty()
 	outSL := outRL.ScopeLogs().AppendEmpty()
 	if src == timerSource {
@@ -110,9 +165,13 @@ func (o *output) place(src source, obj *k8sevent.ObjectRef, rl plog.ResourceLogs
 		lr.MoveTo(dst)
 		return dst, res, false
 	}
-	if !o.started {
-		o.logs, o.started = plog.NewLogs(), true
+	if o.deferring {
+		o.whole[src.rl] = true
+		o.wholes++
+		o.src, o.obj, o.records = src, *obj, sl.LogRecords()
+		return lr, rl.Resource().Attributes(), src.emitted
 	}
+	o.start()
 	outRL := o.logs.ResourceLogs().AppendEmpty()
 	rl.MoveTo(outRL)
 	o.src, o.obj, o.records = src, *obj, outRL.ScopeLogs().At(0).LogRecords()

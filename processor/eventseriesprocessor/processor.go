@@ -48,6 +48,7 @@ type eventSeriesProcessor struct {
 	pending    outbox // decided, not yet taken by next
 	reported   engine.Stats
 	enc        k8sevent.StateEncoder // of the records decided (output)
+	marks      []bool                // output.deferFrom's, reused
 	sanitizer  k8sevent.Sanitizer    // of the records observed
 	logRate    *ratelog.Limiter[k8sevent.Problem]
 	refusalLog *ratelog.Limiter[string]
@@ -220,6 +221,7 @@ func (p *eventSeriesProcessor) observe(ctx context.Context, ld plog.Logs, wall i
 	limit := wall + p.maxLead // event time: the watermark goes no further
 	opts := k8sevent.DecodeOptions{SkipTimes: true}
 	rls := ld.ResourceLogs()
+	out.deferFrom(rls, p.wholeMarks(rls.Len()))
 	var base, ev k8sevent.Event
 	for i := range rls.Len() {
 		rl := rls.At(i)
@@ -283,9 +285,20 @@ func (p *eventSeriesProcessor) observe(ctx context.Context, ld plog.Logs, wall i
 			}
 		}
 	}
+	out.finish()
 	p.report(ctx, &counts)
 	p.dirty = true
 	return out
+}
+
+// wholeMarks is n marks, all false, for output.deferFrom; the caller holds p.mu.
+func (p *eventSeriesProcessor) wholeMarks(n int) []bool {
+	if cap(p.marks) < n {
+		p.marks = make([]bool, n)
+	}
+	p.marks = p.marks[:n]
+	clear(p.marks)
+	return p.marks
 }
 
 // now is the engine time: wall clock in processing time, else the watermark.
