@@ -24,7 +24,7 @@ func (e *StateEncoder) EncodeEmitted(lr plog.LogRecord, ev *Event, problems Prob
 	dupKeys := problems&ProblemDuplicateKey != 0
 	ownNamespace := ev.Namespace != "" && ev.Namespace != ev.Regarding.Namespace
 	var seen uint64 // contract keys the record keeps
-	attrs.RemoveIf(func(k string, _ pcommon.Value) bool {
+	attrs.RemoveIf(func(k string, v pcommon.Value) bool {
 		i := keyIndex(k)
 		if i < 0 {
 			return false
@@ -34,6 +34,9 @@ func (e *StateEncoder) EncodeEmitted(lr plog.LogRecord, ev *Event, problems Prob
 		}
 		if stateKeySet&(1<<i) != 0 || i == keyEventNamespace && !ownNamespace {
 			return true
+		}
+		if i == keyEventName && seen&(1<<i) == 0 {
+			keepValue(v, st.Name) // the first copy, where keepStr would write
 		}
 		seen |= 1 << i
 		return false
@@ -57,7 +60,9 @@ func (e *StateEncoder) EncodeEmitted(lr plog.LogRecord, ev *Event, problems Prob
 		keepStr(attrs, AttrEventNamespace, ev.Namespace)
 	}
 	encodeRepairedFields(lr, ev, problems)
-	keepStr(attrs, AttrEventName, st.Name)
+	if seen&(1<<keyEventName) == 0 {
+		attrs.PutStr(AttrEventName, st.Name)
+	}
 	e.putState(attrs, st)
 }
 

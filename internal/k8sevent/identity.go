@@ -23,26 +23,56 @@ type semconvKind struct {
 	nameSlot        int
 }
 
-// semconvKindNames are the kinds the semantic conventions name, in the
-// order of their identity slots.
-var semconvKindNames = [...]string{"Pod", "Node", "ReplicationController", "ResourceQuota", "Deployment", "ReplicaSet",
-	"StatefulSet", "DaemonSet", "Job", "CronJob", "HorizontalPodAutoscaler"}
+// semconvIndex is kind's place in semconvKinds, or -1: a switch, not
+// a map lookup (a string hash per emitted record).
+func semconvIndex(kind string) int {
+	switch kind {
+	case "Pod":
+		return 0
+	case "Node":
+		return 1
+	case "ReplicationController":
+		return 2
+	case "ResourceQuota":
+		return 3
+	case "Deployment":
+		return 4
+	case "ReplicaSet":
+		return 5
+	case "StatefulSet":
+		return 6
+	case "DaemonSet":
+		return 7
+	case "Job":
+		return 8
+	case "CronJob":
+		return 9
+	case "HorizontalPodAutoscaler":
+		return 10
+	}
+	return -1
+}
 
-// semconvKinds maps a regarding object's kind to its semantic-conventions
-// keys. Namespace is left out: its key, k8s.namespace.name, is the
-// regarding object's namespace in the contract.
-var semconvKinds = map[string]semconvKind{
-	"Pod":                     {group: "", nameKey: "k8s.pod"},
-	"Node":                    {group: "", nameKey: "k8s.node"},
-	"ReplicationController":   {group: "", nameKey: "k8s.replicationcontroller"},
-	"ResourceQuota":           {group: "", nameKey: "k8s.resourcequota"},
-	"Deployment":              {group: "apps", nameKey: "k8s.deployment"},
-	"ReplicaSet":              {group: "apps", nameKey: "k8s.replicaset"},
-	"StatefulSet":             {group: "apps", nameKey: "k8s.statefulset"},
-	"DaemonSet":               {group: "apps", nameKey: "k8s.daemonset"},
-	"Job":                     {group: "batch", nameKey: "k8s.job"},
-	"CronJob":                 {group: "batch", nameKey: "k8s.cronjob"},
-	"HorizontalPodAutoscaler": {group: "autoscaling", nameKey: "k8s.hpa"},
+// semconvKinds are the kinds the semantic conventions name, in the order
+// of semconvIndex and of their identity slots. Namespace is left out: its
+// key, k8s.namespace.name, is the regarding object's namespace in the
+// contract.
+var semconvKinds = [...]semconvKind{
+	kind(0, "", "k8s.pod"),
+	kind(1, "", "k8s.node"),
+	kind(2, "", "k8s.replicationcontroller"),
+	kind(3, "", "k8s.resourcequota"),
+	kind(4, "apps", "k8s.deployment"),
+	kind(5, "apps", "k8s.replicaset"),
+	kind(6, "apps", "k8s.statefulset"),
+	kind(7, "apps", "k8s.daemonset"),
+	kind(8, "batch", "k8s.job"),
+	kind(9, "batch", "k8s.cronjob"),
+	kind(10, "autoscaling", "k8s.hpa"),
+}
+
+func kind(i int, group, prefix string) semconvKind {
+	return semconvKind{group: group, nameKey: prefix + ".name", uidKey: prefix + ".uid", nameSlot: slotSemconv + 2*i}
 }
 
 // AttrContainerName is the semantic conventions' container name, written on
@@ -52,7 +82,7 @@ const AttrContainerName = "k8s.container.name"
 
 // Identity slots: every key PutIdentity may write has a number below
 // identitySlots (its bit in a uint32), the semantic conventions' name and
-// uid keys from slotSemconv on, two per kind in semconvKindNames' order.
+// uid keys from slotSemconv on, two per kind in semconvKinds' order.
 const (
 	slotNamespace = iota
 	slotObjectKind
@@ -63,8 +93,8 @@ const (
 	slotObjectResourceVer
 	slotContainerName
 	slotSemconv
-	slotPodName   = slotSemconv // Pod is semconvKindNames[0]
-	identitySlots = slotSemconv + 2*len(semconvKindNames)
+	slotPodName   = slotSemconv // Pod is semconvKinds[0]
+	identitySlots = slotSemconv + 2*len(semconvKinds)
 )
 
 // identityKeyNames is the key of each identity slot; identityTable finds
@@ -87,11 +117,7 @@ func identityTableSlot(k string) int {
 func identitySlotTables() (names [identitySlots]string, table [64]identitySlotEntry) {
 	copy(names[:], []string{AttrNamespace, AttrObjectKind, AttrObjectName, AttrObjectUID,
 		AttrObjectAPIVersion, AttrObjectFieldPath, AttrObjectResourceVer, AttrContainerName})
-	for i, kind := range semconvKindNames {
-		k := semconvKinds[kind]
-		prefix := k.nameKey
-		k.nameKey, k.uidKey, k.nameSlot = prefix+".name", prefix+".uid", slotSemconv+2*i
-		semconvKinds[kind] = k
+	for _, k := range semconvKinds {
 		names[k.nameSlot], names[k.nameSlot+1] = k.nameKey, k.uidKey
 	}
 	for s, k := range names {
@@ -124,10 +150,11 @@ var IdentityKeys = append([]string(nil), identityKeyNames[:]...)
 // custom resource may reuse a built-in kind's name). An empty API version
 // is accepted, as senders often leave it out.
 func semconvOf(ref ObjectRef) (semconvKind, bool) {
-	k, ok := semconvKinds[ref.Kind]
-	if !ok {
+	i := semconvIndex(ref.Kind)
+	if i < 0 {
 		return semconvKind{}, false
 	}
+	k := semconvKinds[i]
 	if ref.APIVersion != "" {
 		group, _, found := strings.Cut(ref.APIVersion, "/")
 		if !found {

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math/bits"
 	"math/rand/v2"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -30,10 +32,10 @@ func referencePutIdentity(attrs pcommon.Map, ref ObjectRef, owned KeySet, dupKey
 	add(AttrObjectAPIVersion, ref.APIVersion)
 	add(AttrObjectFieldPath, ref.FieldPath)
 	add(AttrObjectResourceVer, ref.ResourceVersion)
-	if k, ok := semconvOf(ref); ok {
-		add(k.nameKey, ref.Name)
-		add(k.uidKey, ref.UID)
-		if k.nameKey == "k8s.pod.name" {
+	if k, ok := referenceSemconvOf(ref); ok {
+		add(k[1]+".name", ref.Name)
+		add(k[1]+".uid", ref.UID)
+		if k[1] == "k8s.pod" {
 			add(AttrContainerName, containerName(ref.FieldPath))
 		}
 	}
@@ -69,6 +71,40 @@ func referencePutIdentity(attrs pcommon.Map, ref ObjectRef, owned KeySet, dupKey
 			attrs.PutStr(keys[i], values[i])
 		}
 	}
+}
+
+// referenceSemconvKinds is the kinds the semantic conventions name, as
+// identity.go had them: the API group and the keys' prefix.
+var referenceSemconvKinds = map[string][2]string{
+	"Pod":                     {"", "k8s.pod"},
+	"Node":                    {"", "k8s.node"},
+	"ReplicationController":   {"", "k8s.replicationcontroller"},
+	"ResourceQuota":           {"", "k8s.resourcequota"},
+	"Deployment":              {"apps", "k8s.deployment"},
+	"ReplicaSet":              {"apps", "k8s.replicaset"},
+	"StatefulSet":             {"apps", "k8s.statefulset"},
+	"DaemonSet":               {"apps", "k8s.daemonset"},
+	"Job":                     {"batch", "k8s.job"},
+	"CronJob":                 {"batch", "k8s.cronjob"},
+	"HorizontalPodAutoscaler": {"autoscaling", "k8s.hpa"},
+}
+
+// referenceSemconvOf is semconvOf as it was, on referenceSemconvKinds.
+func referenceSemconvOf(ref ObjectRef) ([2]string, bool) {
+	k, ok := referenceSemconvKinds[ref.Kind]
+	if !ok {
+		return k, false
+	}
+	if ref.APIVersion != "" {
+		group, _, found := strings.Cut(ref.APIVersion, "/")
+		if !found {
+			group = ""
+		}
+		if group != k[0] {
+			return k, false
+		}
+	}
+	return k, true
 }
 
 // referenceIsIdentityKey is IsIdentityKey as it was: a switch of the keys.
@@ -115,8 +151,12 @@ func TestIdentitySlotIsTheKeysSwitch(t *testing.T) {
 func TestOwnResourceIsThePreviousPutIdentity(t *testing.T) {
 	rng := rand.New(rand.NewPCG(14, 25))
 	values := []string{"web-0", "pod-uid", "shop", "v1", "apps/v1", "Pod", "spec.containers{app}", "node-1", "", "x"}
-	kinds := []string{"Pod", "Node", "Deployment", "HorizontalPodAutoscaler", "ConfigMap", "Job"}
-	apiVersions := []string{"", "v1", "apps/v1", "batch/v1", "example.com/v1"}
+	kinds := []string{"ConfigMap", "pod", ""}
+	for k := range referenceSemconvKinds {
+		kinds = append(kinds, k)
+	}
+	slices.Sort(kinds)
+	apiVersions := []string{"", "v1", "apps/v1", "batch/v1", "autoscaling/v2", "example.com/v1"}
 	pool := append(append([]string{"service.name", "k8s.cluster.name", "k8s.node.ip"}, IdentityKeys...), ContractKeys[:]...)
 	for n := range 5000 {
 		var kvs [][2]string

@@ -106,10 +106,18 @@ func (st *State) adds() int {
 // keepStr puts v under k, but leaves a first copy that holds it already
 // as it is (setting a value allocates).
 func keepStr(attrs pcommon.Map, k, v string) {
-	if old, ok := attrs.Get(k); ok && old.Type() == pcommon.ValueTypeStr && old.Str() == v {
+	if old, ok := attrs.Get(k); ok {
+		keepValue(old, v)
 		return
 	}
 	attrs.PutStr(k, v)
+}
+
+// keepValue sets old to the string v unless it holds it already.
+func keepValue(old pcommon.Value, v string) {
+	if old.Type() != pcommon.ValueTypeStr || old.Str() != v {
+		old.SetStr(v)
+	}
 }
 
 // EncodeCluster writes the cluster onto a resource's attributes (the keys
