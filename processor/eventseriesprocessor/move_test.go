@@ -216,3 +216,54 @@ func TestFaultRefusedRecordKeepsMovedSourceHost(t *testing.T) {
 		}
 	}
 }
+
+// TestFaultRefusedBatchKeptInPlaceThenTimer: contribScript's records in
+// batches of several ResourceLogs of one record each, so that a batch's
+// output starts as the input's own ResourceLogs kept in place and then
+// meets a timer record (a's finish, decided while b is observed), which
+// moves them out into an output of its own. The next consumer refuses
+// once, for a while, or until the restart, from each of its calls in turn
+// (the last record of a series and the shutdown flush included), the
+// sender scribbling over each batch once taken: every record delivered is
+// byte for byte the one delivered when nothing is refused, and the final
+// counts add up to the occurrences.
+func TestFaultRefusedBatchKeptInPlaceThenTimer(t *testing.T) {
+	script := func() []plog.Logs {
+		s := contribScript()
+		merged := []plog.Logs{s[0], plog.NewLogs(), plog.NewLogs()}
+		for i, ld := range s[1:] {
+			ld.ResourceLogs().MoveAndAppendTo(merged[1+min(i/3, 1)].ResourceLogs())
+		}
+		return merged // a; a, a, b; b, b, c
+	}
+	clock := func() time.Time { return t0.Add(time.Hour) }
+	h, stop := fileStorage(t, t.TempDir())
+	ref := newRunAt(t, eventTime, clock)
+	require.NoError(t, ref.p.Start(context.Background(), h))
+	for _, ld := range script() {
+		require.NoError(t, ref.p.ConsumeLogs(context.Background(), ld))
+	}
+	require.NoError(t, ref.p.Shutdown(context.Background()))
+	stop()
+	want := recordKeys(t, ref.sink)
+	require.Len(t, want, 7, "a: singleton, started, finished; b: singleton, started, flush; c: singleton")
+	inputThenTimer := false
+	for _, ld := range ref.sink.AllLogs() {
+		recs := flatten(ld)
+		for i := 1; i < len(recs); i++ {
+			inputThenTimer = inputThenTimer || !recs[i-1].fromTimer() && recs[i].fromTimer()
+		}
+	}
+	require.True(t, inputThenTimer, "a batch's output has an input record before a timer record")
+	calls := len(ref.sink.AllLogs())
+
+	for _, refuseFor := range []int{1, 3, -1} {
+		for from := 1; from <= calls; from++ {
+			t.Run(fmt.Sprintf("from call %d for %d", from, refuseFor), func(t *testing.T) {
+				first, second := refuseThenRestart(t, script(), from, refuseFor, scribble)
+				assert.Equal(t, want, recordKeys(t, first.sink, second.sink))
+				collect(t, first.sink, second.sink).requireExact(t, faultScriptOccurrences)
+			})
+		}
+	}
+}
