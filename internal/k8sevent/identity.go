@@ -181,21 +181,20 @@ func containerName(fieldPath string) string {
 }
 
 // identity is the identity keys a resource holds for one object, with
-// their values: order lists their slots (identitySlot) in the order
-// PutIdentity appends them.
+// their values, in the order PutIdentity appends them: slots[i] is the
+// identity slot (identitySlot) of the i-th, at[slot] is i+1 (0: none).
 type identity struct {
-	values [identitySlots]string
-	has    uint32 // bit s: the key of slot s is one of them
-	order  [10]int8
+	slots  [10]int8
+	values [10]string
+	at     [identitySlots]int8
 	n      int
 }
 
 func (id *identity) add(slot int, v string) {
 	if v != "" {
-		id.values[slot] = v
-		id.has |= 1 << slot
-		id.order[id.n] = int8(slot)
+		id.slots[id.n], id.values[id.n] = int8(slot), v
 		id.n++
+		id.at[slot] = int8(id.n)
 	}
 }
 
@@ -244,7 +243,7 @@ func OwnResource(attrs pcommon.Map, ref ObjectRef, owned KeySet, dupKeys bool) {
 func putIdentity(attrs pcommon.Map, ref ObjectRef, owned KeySet, dupKeys bool) {
 	var id identity
 	id.set(ref)
-	var kept uint32 // bit s: the key of slot s holds its value already
+	var kept uint16 // bit i: the i-th key holds its value already
 	var seen uint64 // contract keys met, with dupKeys
 	attrs.RemoveIf(func(k string, v pcommon.Value) bool {
 		if owned != 0 || dupKeys {
@@ -260,17 +259,17 @@ func putIdentity(attrs pcommon.Map, ref ObjectRef, owned KeySet, dupKeys bool) {
 		if s < 0 {
 			return false
 		}
-		bit := uint32(1) << s
-		keep := id.has&^kept&bit != 0 && v.Type() == pcommon.ValueTypeStr && v.Str() == id.values[s]
+		i := int(id.at[s]) - 1 // -1: not one of ref's keys
+		keep := i >= 0 && kept&(1<<i) == 0 && v.Type() == pcommon.ValueTypeStr && v.Str() == id.values[i]
 		if keep {
-			kept |= bit
+			kept |= 1 << i
 		}
 		return !keep
 	})
-	attrs.EnsureCapacity(attrs.Len() + id.n - bits.OnesCount32(kept)) // one allocation, not one per growth
-	for _, s := range id.order[:id.n] {
-		if kept&(1<<s) == 0 {
-			attrs.PutStr(identityKeyNames[s], id.values[s])
+	attrs.EnsureCapacity(attrs.Len() + id.n - bits.OnesCount16(kept)) // one allocation, not one per growth
+	for i := range id.n {
+		if kept&(1<<i) == 0 {
+			attrs.PutStr(identityKeyNames[id.slots[i]], id.values[i])
 		}
 	}
 }
