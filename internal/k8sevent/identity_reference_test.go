@@ -171,7 +171,7 @@ func TestOwnResourceIsThePreviousPutIdentity(t *testing.T) {
 			owned = OwnedKeySet
 		}
 		dupKeys := rng.IntN(3) == 0
-		got, want := attrsWith(t, kvs), attrsWith(t, kvs)
+		got, want := ResourceWith(t, kvs...), ResourceWith(t, kvs...)
 		if owned == 0 && !dupKeys && rng.IntN(2) == 0 {
 			PutIdentity(got, ref)
 		} else {
@@ -182,8 +182,10 @@ func TestOwnResourceIsThePreviousPutIdentity(t *testing.T) {
 	}
 }
 
-// attrsWith is a map holding kvs in order, repeated keys included.
-func attrsWith(t *testing.T, kvs [][2]string) pcommon.Map {
+// ResourceWith is a resource's attributes holding kvs in order, repeated
+// keys included (the wire format allows them; pcommon.Map's setters do
+// not). Exported for the package's external tests.
+func ResourceWith(t testing.TB, kvs ...[2]string) pcommon.Map {
 	t.Helper()
 	js := `{"resourceLogs":[{"resource":{"attributes":[`
 	for i, kv := range kvs {
@@ -195,7 +197,9 @@ func attrsWith(t *testing.T, kvs [][2]string) pcommon.Map {
 	js += `]}}]}`
 	ld, err := (&plog.JSONUnmarshaler{}).UnmarshalLogs([]byte(js))
 	require.NoError(t, err)
-	return ld.ResourceLogs().At(0).Resource().Attributes()
+	attrs := ld.ResourceLogs().At(0).Resource().Attributes()
+	require.Equal(t, len(kvs), attrs.Len())
+	return attrs
 }
 
 // orderedAttrs is a map's keys and values in order, repeats included.

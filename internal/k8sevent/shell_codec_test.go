@@ -14,22 +14,10 @@ import (
 )
 
 // resourceWith is a resource's attributes holding kvs in order, repeated
-// keys included (the wire format allows them; pcommon.Map's setters do not).
+// keys included (ResourceWith).
 func resourceWith(t *testing.T, kvs ...[2]string) pcommon.Map {
 	t.Helper()
-	js := `{"resourceLogs":[{"resource":{"attributes":[`
-	for i, kv := range kvs {
-		if i > 0 {
-			js += ","
-		}
-		js += fmt.Sprintf(`{"key":%q,"value":{"stringValue":%q}}`, kv[0], kv[1])
-	}
-	js += `]}}]}`
-	ld, err := (&plog.JSONUnmarshaler{}).UnmarshalLogs([]byte(js))
-	require.NoError(t, err)
-	attrs := ld.ResourceLogs().At(0).Resource().Attributes()
-	require.Equal(t, len(kvs), attrs.Len())
-	return attrs
+	return k8sevent.ResourceWith(t, kvs...)
 }
 
 // TestPutIdentityOverHeldIdentity: a resource that already names the

@@ -69,15 +69,7 @@ func scribble(ld plog.Logs) {
 // waits in the outbox whole, owned by the processor, and a batch refused
 // before it was counted is still whole when its sender sends it again.
 func TestFaultRefusedMovedRecordIsIntact(t *testing.T) {
-	clock := func() time.Time { return t0.Add(time.Hour) }
-	h, stop := fileStorage(t, t.TempDir())
-	ref := newRunAt(t, eventTime, clock)
-	require.NoError(t, ref.p.Start(context.Background(), h))
-	for _, ld := range contribScript() {
-		require.NoError(t, ref.p.ConsumeLogs(context.Background(), ld))
-	}
-	require.NoError(t, ref.p.Shutdown(context.Background()))
-	stop()
+	ref := unrefusedRun(t, contribScript())
 	want := recordKeys(t, ref.sink)
 	require.Len(t, want, 7, "a: singleton, started, finished; b: singleton, started, flush; c: singleton")
 
@@ -89,6 +81,23 @@ func TestFaultRefusedMovedRecordIsIntact(t *testing.T) {
 			})
 		}
 	}
+}
+
+// unrefusedRun is script sent, in event time with storage, to a processor
+// whose next consumer takes everything: what refuseThenRestart's runs
+// must deliver.
+func unrefusedRun(t *testing.T, script []plog.Logs) *run {
+	t.Helper()
+	clock := func() time.Time { return t0.Add(time.Hour) }
+	h, stop := fileStorage(t, t.TempDir())
+	defer stop()
+	ref := newRunAt(t, eventTime, clock)
+	require.NoError(t, ref.p.Start(context.Background(), h))
+	for _, ld := range script {
+		require.NoError(t, ref.p.ConsumeLogs(context.Background(), ld))
+	}
+	require.NoError(t, ref.p.Shutdown(context.Background()))
+	return ref
 }
 
 // TestMovedResourceReachesEveryScope: one input ResourceLogs whose records
@@ -236,15 +245,7 @@ func TestFaultRefusedBatchKeptInPlaceThenTimer(t *testing.T) {
 		}
 		return merged // a; a, a, b; b, b, c
 	}
-	clock := func() time.Time { return t0.Add(time.Hour) }
-	h, stop := fileStorage(t, t.TempDir())
-	ref := newRunAt(t, eventTime, clock)
-	require.NoError(t, ref.p.Start(context.Background(), h))
-	for _, ld := range script() {
-		require.NoError(t, ref.p.ConsumeLogs(context.Background(), ld))
-	}
-	require.NoError(t, ref.p.Shutdown(context.Background()))
-	stop()
+	ref := unrefusedRun(t, script())
 	want := recordKeys(t, ref.sink)
 	require.Len(t, want, 7, "a: singleton, started, finished; b: singleton, started, flush; c: singleton")
 	inputThenTimer := false
