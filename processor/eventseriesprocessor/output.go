@@ -29,8 +29,11 @@ import (
 // records, which it held none of and which are removed again.
 //
 // The only record of an input ResourceLogs (the k8s_events receivers send
-// one record per ResourceLogs) moves out with its ResourceLogs: resource,
-// scope and record, no copy, whatever keys the resource held.
+// one record per ResourceLogs) goes out with its ResourceLogs: resource,
+// scope and record, no copy, whatever keys the resource held. While every
+// record out is such a one, the ResourceLogs stay where they are and the
+// output is made of the input's own slice at the end (deferFrom, finish):
+// no new ResourceLogs per record.
 //
 // The resource of emitted records carries their regarding object's identity
 // (k8sevent.PutIdentity, as contrib's k8s_events receiver places it), so a
