@@ -26,7 +26,7 @@ type call struct {
 func randomConfig(rng *rand.Rand) Config {
 	cfg := defaults()
 	cfg.Legacy = rng.IntN(2) == 0
-	cfg.MaxKeys = 2 + rng.IntN(10)
+	cfg.MaxKeys = 1 + rng.IntN(11)
 	cfg.FinishAfter = []time.Duration{30 * time.Second, 2 * time.Minute, 6 * time.Minute}[rng.IntN(3)]
 	cfg.HeartbeatInterval = []time.Duration{time.Minute, 5 * time.Minute, 30 * time.Minute}[rng.IntN(3)]
 	cfg.KeyIncludesResourceVersion = rng.IntN(2) == 0
