@@ -119,6 +119,10 @@ func createDefaultConfig() *Config {
 	}
 }
 
+// maxBeatsPerFinish bounds the heartbeats of a series between its last
+// occurrence and its end.
+const maxBeatsPerFinish = 100
+
 // Validate checks the configuration.
 func (cfg *Config) Validate() error {
 	var errs []error
@@ -136,6 +140,12 @@ func (cfg *Config) Validate() error {
 	check(!cfg.WriteAheadLog.Enabled || cfg.WriteAheadLog.MaxBytes > 0, "write_ahead_log.max_bytes: must be positive, have %d", cfg.WriteAheadLog.MaxBytes)
 	check(cfg.Series.FinishAfter > 0, "series.finish_after: must be positive, have %s", cfg.Series.FinishAfter)
 	check(cfg.Series.HeartbeatInterval > 0, "series.heartbeat_interval: must be positive, have %s", cfg.Series.HeartbeatInterval)
+	// A series beats up to finish_after / heartbeat_interval times after
+	// its last occurrence, all at once when the clock jumps (event time, a
+	// stalled pipeline): a beat per nanosecond hung the pipeline.
+	check(cfg.Series.HeartbeatInterval >= cfg.Series.FinishAfter/maxBeatsPerFinish,
+		"series.heartbeat_interval: must be at least series.finish_after / %d (%s), have %s",
+		maxBeatsPerFinish, cfg.Series.FinishAfter/maxBeatsPerFinish, cfg.Series.HeartbeatInterval)
 	if cfg.Aggregation.Enabled {
 		check(cfg.Aggregation.MaxEvents >= 2, "aggregation.max_events: must be at least 2, have %d", cfg.Aggregation.MaxEvents)
 		check(cfg.Aggregation.MaxInterval > 0, "aggregation.max_interval: must be positive, have %s", cfg.Aggregation.MaxInterval)
