@@ -123,6 +123,11 @@ func createDefaultConfig() *Config {
 // occurrence and its end.
 const maxBeatsPerFinish = 100
 
+// maxMaxKeys bounds max_keys: the caches' tables are made at start for
+// max_keys entries (the totals table, ~70 bytes each), and indexes number slots in
+// 31 bits.
+const maxMaxKeys = 1 << 24
+
 // Validate checks the configuration.
 func (cfg *Config) Validate() error {
 	var errs []error
@@ -134,7 +139,7 @@ func (cfg *Config) Validate() error {
 	check(cfg.Mode == modeSeries || cfg.Mode == modeLegacy, "mode: %q is not series or legacy", cfg.Mode)
 	check(cfg.TimeSource == timeProcessing || cfg.TimeSource == timeEvent, "time_source: %q is not processing or event", cfg.TimeSource)
 	check(cfg.EventTimeMaxLead >= 0, "event_time_max_lead: must not be negative, have %s", cfg.EventTimeMaxLead)
-	check(cfg.MaxKeys > 0, "max_keys: must be positive, have %d", cfg.MaxKeys)
+	check(cfg.MaxKeys > 0 && cfg.MaxKeys <= maxMaxKeys, "max_keys: must be between 1 and %d, have %d", maxMaxKeys, cfg.MaxKeys)
 	check(cfg.NonEventRecords == recordsPass || cfg.NonEventRecords == recordsDrop, "non_event_records: %q is not pass or drop", cfg.NonEventRecords)
 	check(cfg.InputCounts == countsCumulative || cfg.InputCounts == countsIgnore, "input_counts: %q is not cumulative or ignore", cfg.InputCounts)
 	check(!cfg.WriteAheadLog.Enabled || cfg.WriteAheadLog.MaxBytes > 0, "write_ahead_log.max_bytes: must be positive, have %d", cfg.WriteAheadLog.MaxBytes)

@@ -64,6 +64,14 @@ func TestHeartbeatsPerFinishAreBounded(t *testing.T) {
 	assert.ErrorContains(t, cfg.Validate(), "series.heartbeat_interval: must be at least series.finish_after / 100 (3.6s)")
 }
 
+func TestMaxKeysIsBounded(t *testing.T) {
+	cfg := createDefaultConfig()
+	cfg.MaxKeys = 1 << 24
+	require.NoError(t, cfg.Validate())
+	cfg.MaxKeys++
+	assert.ErrorContains(t, cfg.Validate(), "max_keys: must be between 1 and 16777216, have 16777217")
+}
+
 func TestDisabledPartsNeedNoSettings(t *testing.T) {
 	cfg := createDefaultConfig()
 	cfg.Aggregation = AggregationConfig{}
