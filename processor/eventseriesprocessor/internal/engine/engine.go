@@ -156,6 +156,9 @@ type Engine struct {
 	bucketPool  pool[bucket]
 	aggPool     pool[aggregate]
 	Stats       Stats
+	// byKey: tests only, the reference for the shortcuts that skip a key
+	// build: find the spam bucket of a state that leaves by its key.
+	byKey bool
 }
 
 // New makes an engine; cfg must be valid.
