@@ -8,6 +8,9 @@ const AggregatePrefix = "(combined from similar events): "
 // aggregate is one group of similar events (legacy aggregation).
 type aggregate struct {
 	notes []string // distinct notes, least recently seen first
+	// borrowed: the last note is the observed Event's, until observeLegacy
+	// replaces it with its state's copy (see see).
+	borrowed bool
 	last  int64
 	slot  int32  // its slot in the cache, while it is in it
 	gen   uint32 // incremented when it is pushed out (see aggregateOf)
@@ -48,6 +51,11 @@ func (e *Engine) observeLegacy(ev *k8sevent.Event, delta, t int64) {
 		}
 	} else {
 		e.touch(st, ev, t)
+	}
+	if a != nil && a.borrowed {
+		// The note the group took from ev is st's now (newState and touch
+		// leave st.note an owned copy of ev's): the group shares it.
+		a.notes[len(a.notes)-1], a.borrowed = st.note, false
 	}
 	st.count = addCount(st.count, delta)
 	if !e.emit(st, KindLegacy, ev, true) {
@@ -107,5 +115,7 @@ func (a *aggregate) see(note string) {
 			return
 		}
 	}
-	a.notes = append(a.notes, string([]byte(note)))
+	// Not copied: observeLegacy gives the group its state's copy of the
+	// note before the call returns (one allocation less per new event).
+	a.notes, a.borrowed = append(a.notes, note), true
 }
