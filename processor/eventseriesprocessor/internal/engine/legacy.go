@@ -11,9 +11,9 @@ type aggregate struct {
 	// borrowed: the last note is the observed Event's, until observeLegacy
 	// replaces it with its state's copy (see see).
 	borrowed bool
-	last  int64
-	slot  int32  // its slot in the cache, while it is in it
-	gen   uint32 // incremented when it is pushed out (see aggregateOf)
+	last     int64
+	slot     int32  // its slot in the cache, while it is in it
+	gen      uint32 // incremented when it is pushed out (see aggregateOf)
 }
 
 // observeLegacy counts ev's occurrences in its event, or in its aggregate
