@@ -370,9 +370,12 @@ func (e *Engine) emit(st *state, kind int, input *k8sevent.Event, filtered bool)
 	} else {
 		e.out = append(e.out, Emission{})
 	}
+	// Field by field: a composite literal was built on the stack and
+	// copied in (~500 bytes twice). Every field is set (TestEmitSetsEveryField).
 	em := &e.out[n]
-	*em = Emission{FromInput: input != nil, Kind: kind, Name: st.name, Count: st.count, New: st.count - st.emitted,
-		First: st.first, Last: st.last, Aggregated: st.aggregated, At: e.now}
+	em.Event = k8sevent.Event{}
+	em.FromInput, em.Kind, em.Name, em.Count, em.New = input != nil, kind, st.name, st.count, st.count-st.emitted
+	em.First, em.Last, em.Aggregated, em.Note, em.At = st.first, st.last, st.aggregated, "", e.now
 	ev := input
 	if input == nil {
 		layoutOf(st, &e.series).unpack(st.packed, &em.Event)

@@ -3,8 +3,10 @@ package engine
 import (
 	"fmt"
 	"math/rand/v2"
+	"reflect"
 	"slices"
 	"testing"
+	"time"
 	"unsafe"
 
 	"github.com/stretchr/testify/require"
@@ -113,4 +115,60 @@ func TestAggregatesKeepNoteOfTheInput(t *testing.T) {
 			require.Equal(t, want, got, "seed %d call %d", seed, i)
 		}
 	}
+}
+
+// TestEmitSetsEveryField: emit writes an emission field by field into a
+// slot of e.out that held an earlier one (the shell moves records into
+// them, timer records unpack into them): with every field of every slot
+// set beforehand, each kind of record comes out as from an engine whose
+// slots were empty. A field added to Emission and not set by emit fails
+// it (poison sets every field). Tried slip: leaving out `em.Note = ""`.
+func TestEmitSetsEveryField(t *testing.T) {
+	cfg := defaults()
+	cfg.SpamFilter = false
+	clean, err := New(cfg)
+	require.NoError(t, err)
+	dirty, err := New(cfg)
+	require.NoError(t, err)
+	poison := func(e *Engine) {
+		e.out = e.out[:cap(e.out)]
+		for i := range e.out {
+			v := reflect.ValueOf(&e.out[i]).Elem()
+			for f := range v.NumField() {
+				switch fv := v.Field(f); fv.Kind() {
+				case reflect.Bool:
+					fv.SetBool(true)
+				case reflect.Int, reflect.Int64:
+					fv.SetInt(7)
+				case reflect.String:
+					fv.SetString("poison")
+				case reflect.Struct:
+					full := podEvent("poison", "Poison", "poison")
+					full.Time, full.EventTime, full.Count = t0, t0, 9
+					fv.Set(reflect.ValueOf(full))
+				default:
+					t.Fatalf("field %s: poison it", v.Type().Field(f).Name)
+				}
+			}
+		}
+		e.out = e.out[:0]
+	}
+	dirty.out = make([]Emission, 0, 4)
+	at := func(d time.Duration, pod string) {
+		ev := podEvent(pod, "BackOff", "x")
+		ev.Time = t0.Add(d)
+		want := clean.Observe(&ev, ev.Time.UnixNano())
+		poison(dirty)
+		require.Equal(t, want, dirty.Observe(&ev, ev.Time.UnixNano()), "at %v", d)
+	}
+	at(0, "a")           // singleton
+	at(time.Second, "a") // started
+	at(2*time.Second, "b")
+	at(3*time.Second, "a") // compressed: a's finished record shows it
+	end := t0.Add(time.Hour).UnixNano()
+	want := slices.Clone(clean.Advance(end)) // finished, from the timers
+	poison(dirty)
+	got := dirty.Advance(end)
+	require.NotEmpty(t, want)
+	require.Equal(t, want, got)
 }
