@@ -12,6 +12,7 @@ type aggregate struct {
 	// replaces it with its state's copy (see see).
 	borrowed bool
 	last     int64
+	key      []byte // holds its key in the cache, reused with the group (see keyOf)
 	slot     int32  // its slot in the cache, while it is in it
 	gen      uint32 // incremented when it is pushed out (see aggregateOf)
 }
@@ -98,7 +99,7 @@ func (e *Engine) aggregateOf(ev *k8sevent.Event, st *state) (a *aggregate, fresh
 		if cap(a.notes) < e.cfg.AggregateMaxEvents {
 			a.notes = make([]string, 0, e.cfg.AggregateMaxEvents)
 		}
-		e.aggs.insert(string(e.aggBuf), h, a)
+		e.aggs.insert(e.keyOf(&a.key, e.aggBuf), h, a)
 	}
 	a.slot = e.aggs.lastSlot
 	if st != nil {

@@ -23,14 +23,27 @@ func bucketsOf(e *Engine) []string {
 	return out
 }
 
+// groupsOf lists every aggregation group, least recently used first: its
+// key, when it last saw a note, and its notes.
+func groupsOf(e *Engine) []string {
+	var out []string
+	for s := e.aggs.order.oldest; s >= 0; s = e.aggs.order.links[s].newer {
+		a := e.aggs.slots[s].val
+		out = append(out, fmt.Sprintf("%q %d %q", e.aggs.slots[s].key, a.last, a.notes))
+	}
+	return out
+}
+
 // TestShortcutsAgreeWithKeyedPaths: on random streams and configurations
 // (small caches, so that buckets and states are pushed out and reused), an
 // engine whose leaving states find their spam bucket through the pointer
 // they keep emits exactly what one that finds it by its spam key emits
 // (byKey, the code before the shortcut), and after every call holds the
-// same buckets with the same counts of events. Tried slip: the shortcut
-// without its generation check (a bucket pushed out and reused for another
-// key loses an event it does not hold) fails it.
+// same buckets with the same counts of events and the same aggregation
+// groups: the keys of buckets and groups in memory reused from those
+// pushed out (keyOf) are those allocated one by one. Tried slips: release
+// without decrementing events; keyOf returning its argument (the engine's
+// key buffer) instead of the copy.
 func TestShortcutsAgreeWithKeyedPaths(t *testing.T) {
 	for seed := range uint64(300) {
 		rng := rand.New(rand.NewPCG(seed, 14))
@@ -46,6 +59,7 @@ func TestShortcutsAgreeWithKeyedPaths(t *testing.T) {
 			got, want := play(fast, []call{c}), play(keyed, []call{c})
 			require.Equal(t, want, got, "seed %d call %d: emissions", seed, i)
 			require.Equal(t, bucketsOf(keyed), bucketsOf(fast), "seed %d call %d: spam buckets", seed, i)
+			require.Equal(t, groupsOf(keyed), groupsOf(fast), "seed %d call %d: aggregation groups", seed, i)
 		}
 		require.Equal(t, keyed.Stats, fast.Stats, "seed %d", seed)
 		require.True(t, slices.Equal(keyed.states.Keys(), fast.states.Keys()), "seed %d: states", seed)
