@@ -335,8 +335,9 @@ func (e *Engine) newState(l *layout, ev *k8sevent.Event, t int64, h uint64) *sta
 	key := packed[:keyLen]
 	e.statesMade++
 	// The name hashes the key and the count of states made; the two are
-	// joined in e.buf, not in a string of their own (one per new series).
-	e.buf = strconv.AppendUint(append(e.buf[:0], nameKey(key)...), e.statesMade, 10)
+	// joined in e.buf, not in a string of their own (one per new series),
+	// where the key already is: pack left it at the start of e.buf.
+	e.buf = strconv.AppendUint(e.buf[:len(nameKey(key))], e.statesMade, 10)
 	st := e.statePool.get()
 	*st = state{packed: packed, keyLen: keyLen, heapIdx: -1, first: t, last: t, seenAt: e.now,
 		note: l.note(packed, ev),

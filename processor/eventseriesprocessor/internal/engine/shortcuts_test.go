@@ -10,6 +10,8 @@ import (
 	"unsafe"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/k8sevents/otel-k8sevents/internal/k8sevent"
 )
 
 // bucketsOf lists every spam bucket, least recently used first: its key,
@@ -185,4 +187,38 @@ func TestEmitSetsEveryField(t *testing.T) {
 	got := dirty.Advance(end)
 	require.NotEmpty(t, want)
 	require.Equal(t, want, got)
+}
+
+// TestNewStateNamesFromItsKey: a new state's name is GenerateName of its
+// regarding name, its first occurrence and its key (less the empty
+// cluster fields) followed by the count of states made, for every layout
+// (series, legacy events and aggregates) and with and without a cluster.
+// newState writes the count after the key that pack left in its buffer.
+// Tried slip: cutting the buffer at the whole key (the cluster fields
+// kept) fails it.
+func TestNewStateNamesFromItsKey(t *testing.T) {
+	rng := rand.New(rand.NewPCG(14, 25))
+	for _, legacy := range []bool{false, true} {
+		cfg := defaults()
+		cfg.Legacy, cfg.SpamFilter, cfg.AggregateMaxEvents = legacy, false, 3
+		e, err := New(cfg)
+		require.NoError(t, err)
+		for i := range 300 {
+			ev := randomEvent(rng)
+			if i%2 == 0 {
+				ev.Cluster = k8sevent.Cluster{}
+			}
+			ev.Time = t0.Add(time.Duration(i) * time.Second)
+			made := e.statesMade
+			e.Observe(&ev, ev.Time.UnixNano())
+			if e.statesMade == made {
+				continue
+			}
+			sts := e.states.Values()
+			st := sts[len(sts)-1]
+			key := st.packed[:st.keyLen]
+			want := k8sevent.GenerateName(ev.Regarding.Name, time.Unix(0, st.first), nameKey(key)+fmt.Sprint(e.statesMade))
+			require.Equal(t, want, st.name, "legacy=%t record %d", legacy, i)
+		}
+	}
 }
