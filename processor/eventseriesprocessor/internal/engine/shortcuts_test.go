@@ -36,6 +36,20 @@ func groupsOf(e *Engine) []string {
 	return out
 }
 
+// flushed is calls followed by a shutdown flush.
+func flushed(calls []call) []call {
+	return append(calls, call{kind: "flush", now: calls[len(calls)-1].now})
+}
+
+// twoEngines makes two engines of cfg, to run side by side.
+func twoEngines(t *testing.T, cfg Config) (*Engine, *Engine) {
+	a, err := New(cfg)
+	require.NoError(t, err)
+	b, err := New(cfg)
+	require.NoError(t, err)
+	return a, b
+}
+
 // TestShortcutsAgreeWithKeyedPaths: on random streams and configurations
 // (small caches, so that buckets and states are pushed out and reused), an
 // engine whose leaving states find their spam bucket through the pointer
@@ -50,12 +64,8 @@ func TestShortcutsAgreeWithKeyedPaths(t *testing.T) {
 	for seed := range uint64(300) {
 		rng := rand.New(rand.NewPCG(seed, 14))
 		cfg := randomConfig(rng)
-		calls := randomStream(rng, 200)
-		calls = append(calls, call{kind: "flush", now: calls[len(calls)-1].now})
-		fast, err := New(cfg)
-		require.NoError(t, err)
-		keyed, err := New(cfg)
-		require.NoError(t, err)
+		calls := flushed(randomStream(rng, 200))
+		fast, keyed := twoEngines(t, cfg)
 		keyed.byKey = true
 		for i, c := range calls {
 			got, want := play(fast, []call{c}), play(keyed, []call{c})
@@ -113,12 +123,8 @@ func TestAggregatesKeepNoteOfTheInput(t *testing.T) {
 		rng := rand.New(rand.NewPCG(seed, 15))
 		cfg := randomConfig(rng)
 		cfg.Legacy, cfg.Aggregation = true, true
-		calls := randomStream(rng, 200)
-		calls = append(calls, call{kind: "flush", now: calls[len(calls)-1].now})
-		steady, err := New(cfg)
-		require.NoError(t, err)
-		reused, err := New(cfg)
-		require.NoError(t, err)
+		calls := flushed(randomStream(rng, 200))
+		steady, reused := twoEngines(t, cfg)
 		buf := make([]byte, 0, 64)
 		for i, c := range calls {
 			want := play(steady, []call{c})
@@ -142,10 +148,7 @@ func TestAggregatesKeepNoteOfTheInput(t *testing.T) {
 func TestEmitSetsEveryField(t *testing.T) {
 	cfg := defaults()
 	cfg.SpamFilter = false
-	clean, err := New(cfg)
-	require.NoError(t, err)
-	dirty, err := New(cfg)
-	require.NoError(t, err)
+	clean, dirty := twoEngines(t, cfg)
 	poison := func(e *Engine) {
 		e.out = e.out[:cap(e.out)]
 		for i := range e.out {
