@@ -119,6 +119,15 @@ func createDefaultConfig() *Config {
 	}
 }
 
+// maxBeatsPerFinish bounds the heartbeats of a series between its last
+// occurrence and its end.
+const maxBeatsPerFinish = 100
+
+// maxMaxKeys bounds max_keys: the caches' tables are made at start for
+// max_keys entries (the totals table, ~70 bytes each), and indexes number slots in
+// 31 bits.
+const maxMaxKeys = 1 << 24
+
 // Validate checks the configuration.
 func (cfg *Config) Validate() error {
 	var errs []error
@@ -130,12 +139,18 @@ func (cfg *Config) Validate() error {
 	check(cfg.Mode == modeSeries || cfg.Mode == modeLegacy, "mode: %q is not series or legacy", cfg.Mode)
 	check(cfg.TimeSource == timeProcessing || cfg.TimeSource == timeEvent, "time_source: %q is not processing or event", cfg.TimeSource)
 	check(cfg.EventTimeMaxLead >= 0, "event_time_max_lead: must not be negative, have %s", cfg.EventTimeMaxLead)
-	check(cfg.MaxKeys > 0, "max_keys: must be positive, have %d", cfg.MaxKeys)
+	check(cfg.MaxKeys > 0 && cfg.MaxKeys <= maxMaxKeys, "max_keys: must be between 1 and %d, have %d", maxMaxKeys, cfg.MaxKeys)
 	check(cfg.NonEventRecords == recordsPass || cfg.NonEventRecords == recordsDrop, "non_event_records: %q is not pass or drop", cfg.NonEventRecords)
 	check(cfg.InputCounts == countsCumulative || cfg.InputCounts == countsIgnore, "input_counts: %q is not cumulative or ignore", cfg.InputCounts)
 	check(!cfg.WriteAheadLog.Enabled || cfg.WriteAheadLog.MaxBytes > 0, "write_ahead_log.max_bytes: must be positive, have %d", cfg.WriteAheadLog.MaxBytes)
 	check(cfg.Series.FinishAfter > 0, "series.finish_after: must be positive, have %s", cfg.Series.FinishAfter)
 	check(cfg.Series.HeartbeatInterval > 0, "series.heartbeat_interval: must be positive, have %s", cfg.Series.HeartbeatInterval)
+	// A series beats up to finish_after / heartbeat_interval times after
+	// its last occurrence, all at once when the clock jumps (event time, a
+	// stalled pipeline): a beat per nanosecond hung the pipeline.
+	check(cfg.Series.HeartbeatInterval >= cfg.Series.FinishAfter/maxBeatsPerFinish,
+		"series.heartbeat_interval: must be at least series.finish_after / %d (%s), have %s",
+		maxBeatsPerFinish, cfg.Series.FinishAfter/maxBeatsPerFinish, cfg.Series.HeartbeatInterval)
 	if cfg.Aggregation.Enabled {
 		check(cfg.Aggregation.MaxEvents >= 2, "aggregation.max_events: must be at least 2, have %d", cfg.Aggregation.MaxEvents)
 		check(cfg.Aggregation.MaxInterval > 0, "aggregation.max_interval: must be positive, have %s", cfg.Aggregation.MaxInterval)

@@ -53,6 +53,25 @@ func TestValidateNamesEveryBadKey(t *testing.T) {
 	}
 }
 
+// TestHeartbeatsPerFinishAreBounded: heartbeat_interval may be as short
+// as finish_after / 100, no shorter (1 ns with the default finish_after
+// made one jump of the clock emit 3.6e11 beats per open series).
+func TestHeartbeatsPerFinishAreBounded(t *testing.T) {
+	cfg := createDefaultConfig()
+	cfg.Series.HeartbeatInterval = cfg.Series.FinishAfter / 100
+	require.NoError(t, cfg.Validate())
+	cfg.Series.HeartbeatInterval--
+	assert.ErrorContains(t, cfg.Validate(), "series.heartbeat_interval: must be at least series.finish_after / 100 (3.6s)")
+}
+
+func TestMaxKeysIsBounded(t *testing.T) {
+	cfg := createDefaultConfig()
+	cfg.MaxKeys = 1 << 24
+	require.NoError(t, cfg.Validate())
+	cfg.MaxKeys++
+	assert.ErrorContains(t, cfg.Validate(), "max_keys: must be between 1 and 16777216, have 16777217")
+}
+
 func TestDisabledPartsNeedNoSettings(t *testing.T) {
 	cfg := createDefaultConfig()
 	cfg.Aggregation = AggregationConfig{}

@@ -32,7 +32,8 @@ type Config struct {
 	// K8sLeaderElector is a k8s_leader_elector extension: only the leader watches.
 	K8sLeaderElector *component.ID `mapstructure:"k8s_leader_elector"`
 	// WatchIdleTimeout restarts a watch that sent nothing, not even a
-	// bookmark (the API server sends one about every minute), for this long.
+	// bookmark (the API server sends one about every minute), for this long;
+	// at least 1s (an idle watch is started again at once).
 	WatchIdleTimeout time.Duration `mapstructure:"watch_idle_timeout"`
 	// ListPageSize is the page size of lists.
 	ListPageSize int64 `mapstructure:"list_page_size"`
@@ -79,8 +80,10 @@ func (cfg *Config) Validate() error {
 			errs = append(errs, fmt.Errorf("exclude_namespaces: %q is also in namespaces", ns))
 		}
 	}
-	if cfg.WatchIdleTimeout <= 0 {
-		errs = append(errs, fmt.Errorf("watch_idle_timeout: must be positive, have %s", cfg.WatchIdleTimeout))
+	if cfg.WatchIdleTimeout < time.Second {
+		// A watch restarted for idleness starts again at once: shorter, a
+		// quiet namespace's watch was asked for again and again.
+		errs = append(errs, fmt.Errorf("watch_idle_timeout: must be at least 1s, have %s", cfg.WatchIdleTimeout))
 	}
 	if len(cfg.ClusterName) > k8sevent.MaxNameBytes {
 		errs = append(errs, fmt.Errorf("cluster_name: longer than %d bytes", k8sevent.MaxNameBytes))

@@ -41,3 +41,13 @@ func TestValidateNamesEveryBadKey(t *testing.T) {
 		assert.ErrorContains(t, err, key)
 	}
 }
+
+// TestWatchIdleTimeoutIsAtLeastASecond: an idle watch is started again at
+// once, so a tiny timeout asked for a quiet namespace's watch in a loop.
+func TestWatchIdleTimeoutIsAtLeastASecond(t *testing.T) {
+	cfg := createDefaultConfig()
+	cfg.WatchIdleTimeout = time.Second
+	require.NoError(t, cfg.Validate())
+	cfg.WatchIdleTimeout = time.Millisecond
+	assert.ErrorContains(t, cfg.Validate(), "watch_idle_timeout: must be at least 1s, have 1ms")
+}

@@ -81,22 +81,38 @@ func (h deadlines) up(i int) (moved bool) {
 
 // down moves the state at i towards the leaves while a child is due
 // before it, the earlier child first (the left one on a tie), as up does.
+// It is the same heap in fewer steps: the hole left by the state goes down
+// the path of earlier children to a leaf, one comparison per level (the
+// two children), then the state climbs back up that path past every
+// state not due before it, where comparing the state with both children
+// at each level took two. A state that leaves the cache under churn is the
+// root, the state taking its place the latest: it climbs no level.
 func (h deadlines) down(i int) {
 	st := h[i]
+	top, n := i, len(h)
 	for {
-		small, d := i, st.deadline
-		if l := 2*i + 1; l < len(h) && h[l].deadline < d {
-			small, d = l, h[l].deadline
-		}
-		if r := 2*i + 2; r < len(h) && h[r].deadline < d {
-			small = r
-		}
-		if small == i {
+		c := 2*i + 1
+		if c >= n {
 			break
 		}
-		h[i] = h[small]
+		if r := c + 1; r < n && h[r].deadline < h[c].deadline {
+			c = r
+		}
+		h[i] = h[c]
 		h[i].heapIdx = i
-		i = small
+		i = c
+	}
+	// The states on the path above i are due in order; the state goes
+	// above every one not due before it, as the descent that compared it
+	// at each level stopped at the first child not due before it.
+	for i > top {
+		parent := (i - 1) / 2
+		p := h[parent]
+		if p.deadline < st.deadline {
+			break
+		}
+		h[i], p.heapIdx = p, i
+		i = parent
 	}
 	h[i], st.heapIdx = st, i
 }

@@ -156,6 +156,9 @@ type Engine struct {
 	bucketPool  pool[bucket]
 	aggPool     pool[aggregate]
 	Stats       Stats
+	// byKey: tests only, the reference for the shortcuts that skip a key
+	// build: find the spam bucket of a state that leaves by its key.
+	byKey bool
 }
 
 // New makes an engine; cfg must be valid.
@@ -332,8 +335,9 @@ func (e *Engine) newState(l *layout, ev *k8sevent.Event, t int64, h uint64) *sta
 	key := packed[:keyLen]
 	e.statesMade++
 	// The name hashes the key and the count of states made; the two are
-	// joined in e.buf, not in a string of their own (one per new series).
-	e.buf = strconv.AppendUint(append(e.buf[:0], nameKey(key)...), e.statesMade, 10)
+	// joined in e.buf, not in a string of their own (one per new series),
+	// where the key already is: pack left it at the start of e.buf.
+	e.buf = strconv.AppendUint(e.buf[:len(nameKey(key))], e.statesMade, 10)
 	st := e.statePool.get()
 	*st = state{packed: packed, keyLen: keyLen, heapIdx: -1, first: t, last: t, seenAt: e.now,
 		note: l.note(packed, ev),
@@ -367,9 +371,12 @@ func (e *Engine) emit(st *state, kind int, input *k8sevent.Event, filtered bool)
 	} else {
 		e.out = append(e.out, Emission{})
 	}
+	// Field by field: a composite literal was built on the stack and
+	// copied in (~500 bytes twice). Every field is set (TestEmitSetsEveryField).
 	em := &e.out[n]
-	*em = Emission{FromInput: input != nil, Kind: kind, Name: st.name, Count: st.count, New: st.count - st.emitted,
-		First: st.first, Last: st.last, Aggregated: st.aggregated, At: e.now}
+	em.Event = k8sevent.Event{}
+	em.FromInput, em.Kind, em.Name, em.Count, em.New = input != nil, kind, st.name, st.count, st.count-st.emitted
+	em.First, em.Last, em.Aggregated, em.Note, em.At = st.first, st.last, st.aggregated, "", e.now
 	ev := input
 	if input == nil {
 		layoutOf(st, &e.series).unpack(st.packed, &em.Event)

@@ -20,10 +20,11 @@ type position struct {
 	slot  int32 // slot index + 1; 0: free
 }
 
-// newIndex holds up to slots entries.
+// newIndex holds up to slots entries, with a position always free: a
+// probe ends at one (1.5× rounds 1 down to 1, full with one entry).
 func newIndex(slots int) index {
 	n := 1
-	for n < slots+slots/2 {
+	for n < slots+slots/2 || n <= slots {
 		n <<= 1
 	}
 	return index{at: make([]position, n), mask: uint64(n - 1)}

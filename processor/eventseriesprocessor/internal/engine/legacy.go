@@ -8,9 +8,13 @@ const AggregatePrefix = "(combined from similar events): "
 // aggregate is one group of similar events (legacy aggregation).
 type aggregate struct {
 	notes []string // distinct notes, least recently seen first
-	last  int64
-	slot  int32  // its slot in the cache, while it is in it
-	gen   uint32 // incremented when it is pushed out (see aggregateOf)
+	// borrowed: the last note is the observed Event's, until observeLegacy
+	// replaces it with its state's copy (see see).
+	borrowed bool
+	last     int64
+	key      []byte // holds its key in the cache, reused with the group (see keyOf)
+	slot     int32  // its slot in the cache, while it is in it
+	gen      uint32 // incremented when it is pushed out (see aggregateOf)
 }
 
 // observeLegacy counts ev's occurrences in its event, or in its aggregate
@@ -48,6 +52,11 @@ func (e *Engine) observeLegacy(ev *k8sevent.Event, delta, t int64) {
 		}
 	} else {
 		e.touch(st, ev, t)
+	}
+	if a != nil && a.borrowed {
+		// The note the group took from ev is st's now (newState and touch
+		// leave st.note an owned copy of ev's): the group shares it.
+		a.notes[len(a.notes)-1], a.borrowed = st.note, false
 	}
 	st.count = addCount(st.count, delta)
 	if !e.emit(st, KindLegacy, ev, true) {
@@ -90,7 +99,7 @@ func (e *Engine) aggregateOf(ev *k8sevent.Event, st *state) (a *aggregate, fresh
 		if cap(a.notes) < e.cfg.AggregateMaxEvents {
 			a.notes = make([]string, 0, e.cfg.AggregateMaxEvents)
 		}
-		e.aggs.insert(string(e.aggBuf), h, a)
+		e.aggs.insert(e.keyOf(&a.key, e.aggBuf), h, a)
 	}
 	a.slot = e.aggs.lastSlot
 	if st != nil {
@@ -107,5 +116,7 @@ func (a *aggregate) see(note string) {
 			return
 		}
 	}
-	a.notes = append(a.notes, string([]byte(note)))
+	// Not copied: observeLegacy gives the group its state's copy of the
+	// note before the call returns (one allocation less per new event).
+	a.notes, a.borrowed = append(a.notes, note), true
 }

@@ -46,9 +46,11 @@ func (p *pool[T]) settle() {
 
 func emptyState(st *state) { *st = state{} }
 
-func emptyBucket(b *bucket) { *b = bucket{gen: b.gen} } // gen outlives reuse: states holding b see it changed
+// gen outlives reuse (states holding b see it changed), and so does the
+// memory of its key (see keyOf).
+func emptyBucket(b *bucket) { *b = bucket{gen: b.gen, key: b.key[:0]} }
 
 func emptyAggregate(a *aggregate) {
 	clear(a.notes)
-	*a = aggregate{notes: a.notes[:0], gen: a.gen}
+	*a = aggregate{notes: a.notes[:0], key: a.key[:0], gen: a.gen}
 }

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -26,7 +27,7 @@ type call struct {
 func randomConfig(rng *rand.Rand) Config {
 	cfg := defaults()
 	cfg.Legacy = rng.IntN(2) == 0
-	cfg.MaxKeys = 2 + rng.IntN(10)
+	cfg.MaxKeys = 1 + rng.IntN(11)
 	cfg.FinishAfter = []time.Duration{30 * time.Second, 2 * time.Minute, 6 * time.Minute}[rng.IntN(3)]
 	cfg.HeartbeatInterval = []time.Duration{time.Minute, 5 * time.Minute, 30 * time.Minute}[rng.IntN(3)]
 	cfg.KeyIncludesResourceVersion = rng.IntN(2) == 0
@@ -36,7 +37,33 @@ func randomConfig(rng *rand.Rand) Config {
 	cfg.SpamQPS = []float64{1.0 / 300, 1.0 / 30, 1, 1.0 / 7}[rng.IntN(4)]
 	cfg.SpamBurst = 1 + rng.IntN(5)
 	cfg.SpamKey = [][]string{{"source", "object", "type"}, {"object", "reason"}, {"type"}}[rng.IntN(3)]
+	if rng.IntN(4) == 0 {
+		edgeConfig(rng, &cfg)
+	}
 	return cfg
+}
+
+// edgeConfig sets some keys to the ends of what the processor's Validate
+// accepts: timers of 1 ns, the most heartbeats per finish_after, the
+// fewest aggregated events, the thinnest and the widest spam buckets.
+func edgeConfig(rng *rand.Rand, cfg *Config) {
+	switch rng.IntN(3) {
+	case 0:
+		cfg.FinishAfter, cfg.HeartbeatInterval = time.Nanosecond, time.Nanosecond
+	case 1:
+		cfg.HeartbeatInterval = cfg.FinishAfter / 100
+	}
+	if rng.IntN(2) == 0 {
+		cfg.AggregateMaxEvents, cfg.AggregateMaxInterval = 2, time.Nanosecond
+	}
+	switch rng.IntN(4) {
+	case 0:
+		cfg.SpamQPS, cfg.SpamBurst = math.SmallestNonzeroFloat64, 1
+	case 1:
+		cfg.SpamQPS, cfg.SpamBurst = math.MaxFloat64, math.MaxInt
+	case 2:
+		cfg.SpamQPS = math.Inf(1)
+	}
 }
 
 // randomStream is n calls over a few objects, reasons and notes, with ties

@@ -35,7 +35,7 @@ func TestStateUnprovenBoundsTheError(t *testing.T) {
 	for seed := range uint64(100) {
 		rng := rand.New(rand.NewPCG(seed, 13))
 		cfg := defaults()
-		cfg.MaxKeys = 2 + rng.IntN(6)
+		cfg.MaxKeys = 1 + rng.IntN(7)
 		r := newTester(t, cfg)
 		counts, firsts := map[int]int64{}, map[int]time.Duration{}
 		var truth int64
