@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"runtime"
+	"runtime/debug"
 	"testing"
 	"time"
 
@@ -260,12 +261,20 @@ func nextRounds(b *testing.B, batches []*benchBatch, n int, f feed) {
 		next.in = plog.NewLogs()
 		next.ld.CopyTo(next.in)
 	}
-	if f.collect {
+	if f.collect && gcOn {
 		runtime.GC()
 	}
 	b.StartTimer()
 	cpu.start()
 }
+
+// gcOn: the collector runs (not GOGC=off, under which a forced collection
+// would only add the harness's work to instruction counts).
+var gcOn = func() bool {
+	p := debug.SetGCPercent(-1)
+	debug.SetGCPercent(p)
+	return p >= 0
+}()
 
 // rotatingBatches prepares the distinct batches a stream cycles through.
 func rotatingBatches(shape recordShape, keyOf func(round int) func(int) int) []*benchBatch {
