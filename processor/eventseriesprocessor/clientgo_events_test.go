@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -144,12 +145,17 @@ func TestSeriesModeAgreesWithEventsBroadcaster(t *testing.T) {
 	defer func() { close(stop); broadcaster.Shutdown() }()
 	broadcaster.StartRecordingToSink(stop)
 	recorder := broadcaster.NewRecorder(scheme.Scheme, controller)
+	// StartRecordingToSink runs client-go's series refresh (its heartbeat,
+	// every 30 minutes) once at once, in a goroutine of its own: on a
+	// loaded machine that first run came after a series had started and
+	// patched it again. The comparison is of the writes the steps make.
+	writes := func() []string { return withoutRefreshes(sink.snapshot()) }
 	for i, s := range steps {
 		var related *corev1.Node
 		if s.related != "" {
 			related = node
 		}
-		before := len(sink.snapshot())
+		before := len(writes())
 		if related != nil {
 			recorder.Eventf(pods[s.pod], related, s.typ, s.reason, s.action, "%s", s.note)
 		} else {
@@ -161,13 +167,32 @@ func TestSeriesModeAgreesWithEventsBroadcaster(t *testing.T) {
 		if perStep[i] > 0 {
 			bound = 5 * time.Second
 		}
-		if waitFor(func() bool { return len(sink.snapshot()) > before }, bound) {
-			require.Less(t, len(sink.snapshot())-before, 2, "step %d: at most one write", i)
+		if waitFor(func() bool { return len(writes()) > before }, bound) {
+			require.Less(t, len(writes())-before, 2, "step %d: at most one write", i)
 		}
 	}
 	waitFor(func() bool { return false }, 200*time.Millisecond) // let a late write show
-	assert.Equal(t, want, sink.snapshot())
+	assert.Equal(t, want, writes())
 	assert.Len(t, want, 11, "6 creates and 5 series starts in the sequence")
+}
+
+// withoutRefreshes drops each patch of a key already patched: client-go's
+// refresh of an open series. Within the steps, a series is patched once,
+// when it starts; later occurrences only count in client-go's cache.
+func withoutRefreshes(calls []string) []string {
+	patched := map[string]bool{}
+	var out []string
+	for _, c := range calls {
+		if rest, ok := strings.CutPrefix(c, "patch "); ok {
+			key, _, _ := strings.Cut(rest, " series=")
+			if patched[key] {
+				continue
+			}
+			patched[key] = true
+		}
+		out = append(out, c)
+	}
+	return out
 }
 
 // waitFor polls cond until it holds or the bound passes.
