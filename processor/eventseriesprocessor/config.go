@@ -128,6 +128,10 @@ const maxBeatsPerFinish = 100
 // 31 bits.
 const maxMaxKeys = 1 << 24
 
+// maxAggregateEvents bounds aggregation.max_events: each aggregation group
+// is made with room for that many notes and looks a note up among them.
+const maxAggregateEvents = 100
+
 // Validate checks the configuration.
 func (cfg *Config) Validate() error {
 	var errs []error
@@ -152,7 +156,8 @@ func (cfg *Config) Validate() error {
 		"series.heartbeat_interval: must be at least series.finish_after / %d (%s), have %s",
 		maxBeatsPerFinish, cfg.Series.FinishAfter/maxBeatsPerFinish, cfg.Series.HeartbeatInterval)
 	if cfg.Aggregation.Enabled {
-		check(cfg.Aggregation.MaxEvents >= 2, "aggregation.max_events: must be at least 2, have %d", cfg.Aggregation.MaxEvents)
+		check(cfg.Aggregation.MaxEvents >= 2 && cfg.Aggregation.MaxEvents <= maxAggregateEvents,
+			"aggregation.max_events: must be between 2 and %d, have %d", maxAggregateEvents, cfg.Aggregation.MaxEvents)
 		check(cfg.Aggregation.MaxInterval > 0, "aggregation.max_interval: must be positive, have %s", cfg.Aggregation.MaxInterval)
 	}
 	if cfg.SpamFilter.Enabled {

@@ -72,6 +72,17 @@ func TestMaxKeysIsBounded(t *testing.T) {
 	assert.ErrorContains(t, cfg.Validate(), "max_keys: must be between 1 and 16777216, have 16777217")
 }
 
+// TestAggregateMaxEventsIsBounded: a group is made with room for
+// max_events notes, so an unbounded value (2^30 was accepted) took
+// gigabytes per group.
+func TestAggregateMaxEventsIsBounded(t *testing.T) {
+	cfg := createDefaultConfig()
+	cfg.Aggregation.MaxEvents = 100
+	require.NoError(t, cfg.Validate())
+	cfg.Aggregation.MaxEvents = 1 << 30
+	assert.ErrorContains(t, cfg.Validate(), "aggregation.max_events: must be between 2 and 100, have 1073741824")
+}
+
 func TestDisabledPartsNeedNoSettings(t *testing.T) {
 	cfg := createDefaultConfig()
 	cfg.Aggregation = AggregationConfig{}
