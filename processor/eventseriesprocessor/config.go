@@ -119,18 +119,18 @@ func createDefaultConfig() *Config {
 	}
 }
 
-// maxBeatsPerFinish bounds the heartbeats of a series between its last
-// occurrence and its end.
-const maxBeatsPerFinish = 100
-
-// maxMaxKeys bounds max_keys: the caches' tables are made at start for
-// max_keys entries (the totals table, ~70 bytes each), and indexes number slots in
-// 31 bits.
-const maxMaxKeys = 1 << 24
-
-// maxAggregateEvents bounds aggregation.max_events: each aggregation group
-// is made with room for that many notes and looks a note up among them.
-const maxAggregateEvents = 100
+// Bounds Validate puts on keys whose value sizes work or memory.
+const (
+	// maxBeatsPerFinish: a series beats up to finish_after /
+	// heartbeat_interval times after its last occurrence.
+	maxBeatsPerFinish = 100
+	// maxMaxKeys: the uid totals table is made at start for max_keys
+	// entries (~70 bytes each), and indexes number slots in 31 bits.
+	maxMaxKeys = 1 << 24
+	// maxAggregateEvents: each aggregation group is made with room for
+	// max_events notes and looks a note up among them.
+	maxAggregateEvents = 100
+)
 
 // Validate checks the configuration.
 func (cfg *Config) Validate() error {
