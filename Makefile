@@ -18,6 +18,9 @@ build:
 ## -vet=off: lint, which runs first, vets the same packages with every analyzer (go test's default runs a
 ## subset) and the same -race build; -ldflags=-w: test binaries without DWARF link about a quarter faster.
 ## -parallel 3: the e2e package's parallel tests (mostly waiting on paced storms and faults) three at a time.
+## The other Go modules: recorder and tools/image have tests, run below; tools/mdatagen and tools/kube only
+## pin tools (no package, no test): lint's go generate builds and runs mdatagen through tools/mdatagen/go.mod,
+## apiserver builds kube-apiserver and etcd through tools/kube (internal/harness TestEveryModuleIsCoveredByMakeTest).
 test: test-deps
 	$(GO) test -race -vet=off -ldflags=-w -parallel 3 -count=1 -timeout 30m $(PKGS)
 	cd recorder && $(GO) test -race -vet=off -ldflags=-w -count=1 -timeout 10m .  # ./example has no tests: vet and e2e/recorder_test.go build it
