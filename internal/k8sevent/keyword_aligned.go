@@ -9,3 +9,8 @@ import "encoding/binary"
 func keyWord(k string, at int) uint64 {
 	return binary.LittleEndian.Uint64([]byte(k[at : at+8]))
 }
+
+// UnalignedLoads: this processor may refuse a word at an unaligned address. The build
+// constraint of keyword_unaligned.go is the one list of the processors
+// that do: keyWord here and the engine's key copy both follow it.
+const UnalignedLoads = false

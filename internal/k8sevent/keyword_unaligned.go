@@ -9,3 +9,8 @@ import "unsafe"
 func keyWord(k string, at int) uint64 {
 	return *(*uint64)(unsafe.Add(unsafe.Pointer(unsafe.StringData(k)), at))
 }
+
+// UnalignedLoads: this processor loads and stores words at any address. The build
+// constraint of keyword_unaligned.go is the one list of the processors
+// that do: keyWord here and the engine's key copy both follow it.
+const UnalignedLoads = true

@@ -268,7 +268,7 @@ func (l *layout) check(packed string) (keyLen int, ok bool) {
 // path.
 func appendFields(buf []byte, ev *k8sevent.Event, offsets []uintptr) []byte {
 	at := len(buf)
-	if len(offsets) == 0 || !unalignedLoads {
+	if len(offsets) == 0 || !k8sevent.UnalignedLoads {
 		return appendLongFields(buf, unsafe.Pointer(ev), offsets)
 	}
 	buf = slices.Grow(buf, len(offsets)*0x80)
