@@ -12,18 +12,46 @@ import (
 // and the state st, with one pass over the record's attributes and at
 // most one growth of them: every key to remove goes in that pass, and a
 // key that holds its value already is left as it is.
-//
-// res, when not nil, is the record's own resource (no other record shares
-// it): a source host read from its k8s.node.name is moved from there onto
-// the record, with no new value made; the emptied key must then be
-// removed from res (OwnResource does, as for every k8s.node.name that is
-// not a Node's identity).
-func (e *StateEncoder) EncodeEmitted(lr plog.LogRecord, ev *Event, problems Problem, st *State, res *pcommon.Map) {
+func (e *StateEncoder) EncodeEmitted(lr plog.LogRecord, ev *Event, problems Problem, st *State) {
+	attrs, seen := clearEmitted(lr, ev, problems, st)
+	if putsHost(ev) {
+		putHostOf(attrs, ev, seen&(1<<keySourceHost) != 0)
+	}
+	e.finishEmitted(lr, attrs, ev, problems, st, seen)
+}
+
+// EncodeEmittedOwn is EncodeEmitted of a record whose resource, res, is
+// its own (no other record shares it), then OwnResource(res, ev.Regarding,
+// OwnedKeySet, dupKeys), with one pass over each map: a source host held
+// by res's k8s.node.name (not the regarding Node's identity) is moved onto
+// the record as k8s.event.source.host in the resource's pass, with no new
+// value made, and the key removed.
+func (e *StateEncoder) EncodeEmittedOwn(lr plog.LogRecord, ev *Event, problems Problem, st *State,
+	res pcommon.Map, dupKeys bool,
+) {
+	attrs, seen := clearEmitted(lr, ev, problems, st)
+	held := seen&(1<<keySourceHost) != 0
+	putHost := putsHost(ev)
+	var mv *hostMove
+	if putHost && !held && ev.SourceHost != "" && !writesNodeName(ev.Regarding) {
+		mv = &hostMove{to: attrs, host: ev.SourceHost}
+	}
+	putIdentity(res, ev.Regarding, OwnedKeySet, dupKeys, mv)
+	if putHost && (mv == nil || !mv.moved) {
+		putHostOf(attrs, ev, held)
+	}
+	e.finishEmitted(lr, attrs, ev, problems, st, seen)
+}
+
+// clearEmitted is the first part of writing an emitted record: its event
+// name set, the pass over its attributes (every key to remove, the first
+// k8s.event.name set to st's name) and their one growth for everything
+// appended after. seen: the contract keys the record keeps.
+func clearEmitted(lr plog.LogRecord, ev *Event, problems Problem, st *State) (attrs pcommon.Map, seen uint64) {
 	lr.SetEventName(EventName)
-	attrs := lr.Attributes()
+	attrs = lr.Attributes()
 	dupKeys := problems&ProblemDuplicateKey != 0
 	ownNamespace := ev.Namespace != "" && ev.Namespace != ev.Regarding.Namespace
-	var seen uint64 // contract keys the record keeps
 	attrs.RemoveIf(func(k string, v pcommon.Value) bool {
 		i := keyIndex(k)
 		if i < 0 {
@@ -41,10 +69,9 @@ func (e *StateEncoder) EncodeEmitted(lr plog.LogRecord, ev *Event, problems Prob
 		seen |= 1 << i
 		return false
 	})
-	putHost := ev.SourceHost != "" || writesNodeName(ev.Regarding)
 	adds := st.adds()
 	for _, add := range [...]bool{
-		putHost && seen&(1<<keySourceHost) == 0,
+		putsHost(ev) && seen&(1<<keySourceHost) == 0,
 		ownNamespace && seen&(1<<keyEventNamespace) == 0,
 		seen&(1<<keyEventName) == 0,
 	} {
@@ -53,10 +80,16 @@ func (e *StateEncoder) EncodeEmitted(lr plog.LogRecord, ev *Event, problems Prob
 		}
 	}
 	attrs.EnsureCapacity(attrs.Len() + adds)
-	if putHost {
-		putHostOf(attrs, ev, seen&(1<<keySourceHost) != 0, res)
-	}
-	if ownNamespace {
+	return attrs, seen
+}
+
+// finishEmitted is the rest of writing an emitted record, after its
+// source host: its own namespace, the repaired fields, the name if the
+// record had none, the state.
+func (e *StateEncoder) finishEmitted(lr plog.LogRecord, attrs pcommon.Map, ev *Event, problems Problem, st *State,
+	seen uint64,
+) {
+	if ev.Namespace != "" && ev.Namespace != ev.Regarding.Namespace {
 		keepStr(attrs, AttrEventNamespace, ev.Namespace)
 	}
 	encodeRepairedFields(lr, ev, problems)
@@ -66,20 +99,18 @@ func (e *StateEncoder) EncodeEmitted(lr plog.LogRecord, ev *Event, problems Prob
 	e.putState(attrs, st)
 }
 
+// putsHost reports whether an emitted record of ev states its source
+// host (putSourceHost).
+func putsHost(ev *Event) bool {
+	return ev.SourceHost != "" || writesNodeName(ev.Regarding)
+}
+
 // putHostOf writes ev's source host on a record's attributes; held: the
-// record has a k8s.event.source.host. From res's k8s.node.name when it
-// holds that host and is not the regarding Node's identity, the value is
-// moved, not made.
-func putHostOf(attrs pcommon.Map, ev *Event, held bool, res *pcommon.Map) {
+// record has a k8s.event.source.host.
+func putHostOf(attrs pcommon.Map, ev *Event, held bool) {
 	if held {
 		keepStr(attrs, AttrSourceHost, ev.SourceHost)
 		return
-	}
-	if res != nil && ev.SourceHost != "" && !writesNodeName(ev.Regarding) {
-		if v, ok := res.Get(AttrNodeName); ok && v.Type() == pcommon.ValueTypeStr && v.Str() == ev.SourceHost {
-			v.MoveTo(attrs.PutEmpty(AttrSourceHost))
-			return
-		}
 	}
 	attrs.PutStr(AttrSourceHost, ev.SourceHost)
 }

@@ -91,15 +91,16 @@ func TestEncodeEmittedWritesAsRepairsThenState(t *testing.T) {
 
 		newRes, newRec := resourceWith(t, c.res...), recordWith(t, c.rec...)
 		var enc k8sevent.StateEncoder
-		var res *pcommon.Map
+		dupKeys := c.problems&k8sevent.ProblemDuplicateKey != 0
 		if i%2 == 0 {
-			res = &newRes
+			if movesHost(newRes, &c.ev) {
+				moved++
+			}
+			enc.EncodeEmittedOwn(newRec, &c.ev, c.problems, &c.st, newRes, dupKeys)
+		} else {
+			enc.EncodeEmitted(newRec, &c.ev, c.problems, &c.st)
+			k8sevent.OwnResource(newRes, c.ev.Regarding, k8sevent.OwnedKeySet, dupKeys)
 		}
-		enc.EncodeEmitted(newRec, &c.ev, c.problems, &c.st, res)
-		if v, ok := newRes.Get(k8sevent.AttrNodeName); ok && v.Type() == pcommon.ValueTypeEmpty {
-			moved++
-		}
-		k8sevent.OwnResource(newRes, c.ev.Regarding, k8sevent.OwnedKeySet, c.problems&k8sevent.ProblemDuplicateKey != 0)
 
 		require.Equal(t, firstCopies(oldRec.Attributes()), firstCopies(newRec.Attributes()), "record, case %d: %+v", i, c)
 		require.Equal(t, oldRec.Attributes().Len(), newRec.Attributes().Len(), "record keys once, case %d", i)
@@ -111,6 +112,13 @@ func TestEncodeEmittedWritesAsRepairsThenState(t *testing.T) {
 		require.Equal(t, oldRes.Len(), newRes.Len(), "resource keys once, case %d", i)
 	}
 	require.Positive(t, moved, "some cases moved the source host from the resource")
+}
+
+// movesHost reports whether EncodeEmittedOwn moves ev's source host from
+// res: the record's host, not a Node's, in res's first k8s.node.name.
+func movesHost(res pcommon.Map, ev *k8sevent.Event) bool {
+	v, ok := res.Get(k8sevent.AttrNodeName)
+	return ok && ev.SourceHost != "" && v.Str() == ev.SourceHost && ev.Regarding.Kind != "Node"
 }
 
 // firstCopies is what a reader of m sees (pcommon.Map.Get): the first
@@ -134,4 +142,59 @@ func TestIsIdentityKeyIsIdentityKeys(t *testing.T) {
 		require.False(t, k8sevent.IsIdentityKey(k[:len(k)-1]), k[:len(k)-1])
 	}
 	require.False(t, k8sevent.IsIdentityKey("service.name"))
+}
+
+// TestEncodeEmittedOwnIsTheReference: on random records and resources
+// (newRandomEmitCase) the writers leave the record and the resource
+// exactly as the previous code did (ReferenceEncodeEmitted with the
+// resource, then OwnResource as it was): every key, value and copy, in
+// order, and the record's own fields.
+func TestEncodeEmittedOwnIsTheReference(t *testing.T) {
+	rng := rand.New(rand.NewPCG(14, 26))
+	var moved, own int
+	for i := range 4000 {
+		c := newRandomEmitCase(t, rng)
+		if rng.IntN(2) == 0 { // copies of k8s.node.name, the host in one of them or none
+			hosts := []string{"node-1", "node-2", ""}
+			for range 1 + rng.IntN(3) {
+				at := rng.IntN(len(c.res) + 1)
+				kv := [2]string{k8sevent.AttrNodeName, hosts[rng.IntN(len(hosts))]}
+				c.res = append(c.res[:at], append([][2]string{kv}, c.res[at:]...)...)
+			}
+			c.ev.SourceHost = hosts[rng.IntN(len(hosts))]
+		}
+		dupKeys := rng.IntN(2) == 0 // as the processor says it, or not: OwnResource takes either
+		oldRes, oldRec := resourceWith(t, c.res...), recordWith(t, c.rec...)
+		newRes, newRec := resourceWith(t, c.res...), recordWith(t, c.rec...)
+		var enc k8sevent.StateEncoder
+		if i%4 == 0 {
+			k8sevent.ReferenceEncodeEmitted(oldRec, &c.ev, c.problems, &c.st, nil)
+			enc.EncodeEmitted(newRec, &c.ev, c.problems, &c.st)
+		} else {
+			own++
+			if movesHost(oldRes, &c.ev) {
+				moved++
+			}
+			k8sevent.ReferenceEncodeEmitted(oldRec, &c.ev, c.problems, &c.st, &oldRes)
+			k8sevent.ReferenceOwnResource(oldRes, c.ev.Regarding, k8sevent.OwnedKeySet, dupKeys)
+			enc.EncodeEmittedOwn(newRec, &c.ev, c.problems, &c.st, newRes, dupKeys)
+		}
+		require.Equal(t, inOrder(oldRec.Attributes()), inOrder(newRec.Attributes()), "record, case %d: %+v", i, c)
+		require.Equal(t, inOrder(oldRes), inOrder(newRes), "resource, case %d: %+v", i, c)
+		require.Equal(t, oldRec.Body().AsRaw(), newRec.Body().AsRaw())
+		require.Equal(t, oldRec.SeverityText(), newRec.SeverityText())
+		require.Equal(t, oldRec.SeverityNumber(), newRec.SeverityNumber())
+		require.Equal(t, oldRec.Timestamp(), newRec.Timestamp())
+		require.Equal(t, oldRec.EventName(), newRec.EventName())
+	}
+	require.Greater(t, moved, 50, "enough of the %d cases with a resource moved the source host from it", own)
+}
+
+// inOrder is m's keys, types and values in order, repeats included.
+func inOrder(m pcommon.Map) []string {
+	var out []string
+	for k, v := range m.All() {
+		out = append(out, k+"="+v.Type().String()+":"+v.AsString())
+	}
+	return out
 }

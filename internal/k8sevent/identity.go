@@ -229,7 +229,7 @@ func (id *identity) set(ref ObjectRef) {
 // the regarding object (contrib's k8s_events receiver) changes little.
 // The keys it lacks are appended.
 func PutIdentity(attrs pcommon.Map, ref ObjectRef) {
-	putIdentity(attrs, ref, 0, false)
+	putIdentity(attrs, ref, 0, false, nil)
 }
 
 // OwnResource makes attrs the resource of emitted records about ref, in one
@@ -237,30 +237,51 @@ func PutIdentity(attrs pcommon.Map, ref ObjectRef) {
 // copy of a contract key after the first (DropDuplicateKeys), and ref's
 // identity put (PutIdentity).
 func OwnResource(attrs pcommon.Map, ref ObjectRef, owned KeySet, dupKeys bool) {
-	putIdentity(attrs, ref, owned, dupKeys)
+	putIdentity(attrs, ref, owned, dupKeys, nil)
 }
 
-func putIdentity(attrs pcommon.Map, ref ObjectRef, owned KeySet, dupKeys bool) {
+// hostMove asks putIdentity's pass to move the first k8s.node.name, when
+// it holds host, to the record's attributes to as k8s.event.source.host
+// (moved then reports it did): that key is never the identity of an
+// object whose record's source host is moved (EncodeEmittedOwn), so the
+// pass removes it anyway.
+type hostMove struct {
+	to    pcommon.Map
+	host  string
+	moved bool
+}
+
+func putIdentity(attrs pcommon.Map, ref ObjectRef, owned KeySet, dupKeys bool, mv *hostMove) {
 	var id identity
 	id.set(ref)
 	var kept uint16 // bit i: the i-th key holds its value already
-	var seen uint64 // contract keys met, with dupKeys
+	var seen uint64 // contract keys met, with owned, dupKeys or mv
+	lookUp := owned != 0 || dupKeys || mv != nil
 	attrs.RemoveIf(func(k string, v pcommon.Value) bool {
-		if owned != 0 || dupKeys {
-			if i := keyIndex(k); i >= 0 {
-				dup := dupKeys && seen&(1<<i) != 0
+		var s int
+		if lookUp {
+			var i contractKey
+			if i, s = resourceKeyOf(k); i >= 0 {
+				first := seen&(1<<i) == 0
 				seen |= 1 << i
-				if dup || owned&(1<<i) != 0 {
+				if !first && dupKeys || owned&(1<<i) != 0 {
+					return true
+				}
+				if i == keyNodeName && first && mv != nil && v.Str() == mv.host {
+					v.MoveTo(mv.to.PutEmpty(AttrSourceHost))
+					mv.moved = true
 					return true
 				}
 			}
+		} else {
+			s = identitySlot(k)
 		}
-		s := identitySlot(k)
 		if s < 0 {
 			return false
 		}
 		i := int(id.at[s]) - 1 // -1: not one of ref's keys
-		keep := i >= 0 && kept&(1<<i) == 0 && v.Type() == pcommon.ValueTypeStr && v.Str() == id.values[i]
+		// id's values are never empty: Str's "" of another type never matches
+		keep := i >= 0 && kept&(1<<i) == 0 && v.Str() == id.values[i]
 		if keep {
 			kept |= 1 << i
 		}
@@ -272,6 +293,17 @@ func putIdentity(attrs pcommon.Map, ref ObjectRef, owned KeySet, dupKeys bool) {
 			attrs.PutStr(identityKeyNames[id.slots[i]], id.values[i])
 		}
 	}
+}
+
+// resourceKeyOf is k's contract key and identity slot, each -1 when k is
+// none: one table lookup for a contract key (keyTable holds its slot).
+func resourceKeyOf(k string) (contractKey, int) {
+	if len(k) >= minKeyLen {
+		if e := &keyTable[keySlot(k)]; int(e.n) == len(k) && e.name == k {
+			return e.key, int(e.ident)
+		}
+	}
+	return -1, identitySlot(k)
 }
 
 // IsIdentityKey reports whether PutIdentity may write k.
@@ -297,7 +329,7 @@ func writesNodeName(ref ObjectRef) bool {
 // k8s.event.source.host: when set, and as "" when its resource's
 // k8s.node.name is a Node's name, so that no reader falls back to it.
 func putSourceHost(attrs pcommon.Map, ev *Event) {
-	if ev.SourceHost != "" || writesNodeName(ev.Regarding) {
+	if putsHost(ev) {
 		attrs.PutStr(AttrSourceHost, ev.SourceHost)
 	}
 }

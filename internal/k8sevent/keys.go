@@ -194,6 +194,7 @@ type keyEntry struct {
 	words [5]uint64
 	name  string
 	n     uint8 // len(name); 0 in an empty slot
+	ident int8  // its identity slot (identitySlot), or -1
 	key   contractKey
 }
 
@@ -206,7 +207,7 @@ var keyTable = func() (t [keyTableSize]keyEntry) {
 		if e.n != 0 {
 			panic("k8sevent: contract keys " + ContractKeys[e.key] + " and " + k + " share a slot of keyTable")
 		}
-		e.name, e.n, e.key = k, uint8(len(k)), contractKey(i)
+		e.name, e.n, e.key, e.ident = k, uint8(len(k)), contractKey(i), int8(identitySlot(k))
 		for w := range e.words {
 			e.words[w] = keyWord(k, min(8*w, len(k)-8)) // a short key's last words repeat its last 8 bytes
 		}

@@ -159,7 +159,7 @@ func (o *output) scope(src source, obj *k8sevent.ObjectRef, rl plog.ResourceLogs
 // there. The only record of its ResourceLogs moves with its ResourceLogs:
 // no other record needs that resource or scope. Then, for an emitted
 // record, the resource is returned as it came, with whole true (the
-// caller makes it the record's: k8sevent.OwnResource).
+// caller makes it the record's: k8sevent.StateEncoder.EncodeEmittedOwn).
 func (o *output) place(src source, obj *k8sevent.ObjectRef, rl plog.ResourceLogs, sl plog.ScopeLogs,
 	lr plog.LogRecord,
 ) (dst plog.LogRecord, res pcommon.Map, whole bool) {
@@ -238,21 +238,19 @@ func (o *output) pass(src source, rl plog.ResourceLogs, sl plog.ScopeLogs, lr pl
 
 // emitInput writes an emission made of the input record lr, whose decoded
 // and repaired Event is ev: the repairs and the state in one pass over the
-// record's attributes (k8sevent.EncodeEmitted), then, for a record that
-// moved with its resource, the resource made its own.
+// record's attributes, and, for a record that moved with its resource, the
+// resource made its own in one pass over it, whence the source host moves
+// onto the record (k8sevent.StateEncoder.EncodeEmittedOwn).
 func (o *output) emitInput(src source, rl plog.ResourceLogs, sl plog.ScopeLogs, lr plog.LogRecord,
 	em *engine.Emission, ev *k8sevent.Event, problems k8sevent.Problem,
 ) {
 	src.emitted = true
 	dst, res, whole := o.place(src, &ev.Regarding, rl, sl, lr)
 	st := o.state(em)
-	var own *pcommon.Map // the record's own resource, whence the source host may move
 	if whole {
-		own = &res
-	}
-	o.enc.EncodeEmitted(dst, ev, problems, &st, own)
-	if whole {
-		ownResource(res, src, &ev.Regarding)
+		o.enc.EncodeEmittedOwn(dst, ev, problems, &st, res, src.dupKeys)
+	} else {
+		o.enc.EncodeEmitted(dst, ev, problems, &st)
 	}
 	o.note(dst, em)
 }
