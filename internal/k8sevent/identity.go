@@ -145,26 +145,29 @@ func identitySlot(k string) int {
 // emitted record's resource holds none of them but its regarding object's.
 var IdentityKeys = append([]string(nil), identityKeyNames[:]...)
 
-// semconvOf is the semantic-conventions kind of ref, or false when the
+// semconvOf is the semantic-conventions kind of ref, or nil when the
 // conventions do not name it (or its API version is of another group: a
 // custom resource may reuse a built-in kind's name). An empty API version
 // is accepted, as senders often leave it out.
-func semconvOf(ref ObjectRef) (semconvKind, bool) {
+func semconvOf(ref *ObjectRef) *semconvKind {
 	i := semconvIndex(ref.Kind)
 	if i < 0 {
-		return semconvKind{}, false
+		return nil
 	}
-	k := semconvKinds[i]
-	if ref.APIVersion != "" {
-		group, _, found := strings.Cut(ref.APIVersion, "/")
-		if !found {
-			group = "" // "v1": the core group
-		}
-		if group != k.group {
-			return semconvKind{}, false
-		}
+	k := &semconvKinds[i]
+	if ref.APIVersion != "" && !inGroup(ref.APIVersion, k.group) {
+		return nil
 	}
-	return k, true
+	return k
+}
+
+// inGroup reports whether API version v is of group g: v's text before its
+// first "/", or "" when it has none ("v1": the core group).
+func inGroup(v, g string) bool {
+	if g == "" {
+		return strings.IndexByte(v, '/') <= 0
+	}
+	return len(v) > len(g) && v[len(g)] == '/' && v[:len(g)] == g // g holds no "/"
 }
 
 // containerName is the container a Pod's field path names, or "".
@@ -199,7 +202,7 @@ func (id *identity) add(slot int, v string) {
 }
 
 // set fills id with ref's identity keys.
-func (id *identity) set(ref ObjectRef) {
+func (id *identity) set(ref *ObjectRef) {
 	id.add(slotNamespace, ref.Namespace)
 	id.add(slotObjectKind, ref.Kind)
 	id.add(slotObjectName, ref.Name)
@@ -207,7 +210,7 @@ func (id *identity) set(ref ObjectRef) {
 	id.add(slotObjectAPIVersion, ref.APIVersion)
 	id.add(slotObjectFieldPath, ref.FieldPath)
 	id.add(slotObjectResourceVer, ref.ResourceVersion)
-	if k, ok := semconvOf(ref); ok {
+	if k := semconvOf(ref); k != nil {
 		id.add(k.nameSlot, ref.Name)
 		id.add(k.nameSlot+1, ref.UID)
 		if k.nameSlot == slotPodName {
@@ -253,7 +256,7 @@ type hostMove struct {
 
 func putIdentity(attrs pcommon.Map, ref ObjectRef, owned KeySet, dupKeys bool, mv *hostMove) {
 	var id identity
-	id.set(ref)
+	id.set(&ref)
 	var kept uint16 // bit i: the i-th key holds its value already
 	var seen uint64 // contract keys met, with owned, dupKeys or mv
 	lookUp := owned != 0 || dupKeys || mv != nil
@@ -321,8 +324,8 @@ func writesNodeName(ref ObjectRef) bool {
 	if ref.Kind != "Node" || ref.Name == "" {
 		return false
 	}
-	k, ok := semconvOf(ref)
-	return ok && k.nameKey == AttrNodeName
+	k := semconvOf(&ref)
+	return k != nil && k.nameKey == AttrNodeName
 }
 
 // putSourceHost writes the source host on a record as
