@@ -261,20 +261,24 @@ func putIdentity(attrs pcommon.Map, ref ObjectRef, owned KeySet, dupKeys bool, m
 	var seen uint64 // contract keys met, with owned, dupKeys or mv
 	lookUp := owned != 0 || dupKeys || mv != nil
 	attrs.RemoveIf(func(k string, v pcommon.Value) bool {
-		var s int
-		if lookUp {
-			var i contractKey
-			if i, s = resourceKeyOf(k); i >= 0 {
-				first := seen&(1<<i) == 0
-				seen |= 1 << i
-				if !first && dupKeys || owned&(1<<i) != 0 {
-					return true
-				}
-				if i == keyNodeName && first && mv != nil && v.Str() == mv.host {
-					v.MoveTo(mv.to.PutEmpty(AttrSourceHost))
-					mv.moved = true
-					return true
-				}
+		s := -2 // not looked up yet
+		var e *keyEntry
+		if lookUp && len(k) >= minKeyLen { // k's contract key and identity slot, in one lookup
+			if e = &keyTable[keySlot(k)]; int(e.n) == len(k) && e.name == k {
+				s = int(e.ident)
+			}
+		}
+		if s != -2 {
+			bit := uint64(1) << (uint(e.key) & 63)
+			first := seen&bit == 0
+			seen |= bit
+			if !first && dupKeys || uint64(owned)&bit != 0 {
+				return true
+			}
+			if e.key == keyNodeName && first && mv != nil && v.Str() == mv.host {
+				v.MoveTo(mv.to.PutEmpty(AttrSourceHost))
+				mv.moved = true
+				return true
 			}
 		} else {
 			s = identitySlot(k)
@@ -296,17 +300,6 @@ func putIdentity(attrs pcommon.Map, ref ObjectRef, owned KeySet, dupKeys bool, m
 			attrs.PutStr(identityKeyNames[id.slots[i]], id.values[i])
 		}
 	}
-}
-
-// resourceKeyOf is k's contract key and identity slot, each -1 when k is
-// none: one table lookup for a contract key (keyTable holds its slot).
-func resourceKeyOf(k string) (contractKey, int) {
-	if len(k) >= minKeyLen {
-		if e := &keyTable[keySlot(k)]; int(e.n) == len(k) && e.name == k {
-			return e.key, int(e.ident)
-		}
-	}
-	return -1, identitySlot(k)
 }
 
 // IsIdentityKey reports whether PutIdentity may write k.

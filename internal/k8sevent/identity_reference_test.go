@@ -158,7 +158,7 @@ func TestOwnResourceIsThePreviousPutIdentity(t *testing.T) {
 	slices.Sort(kinds)
 	apiVersions := []string{"", "v1", "apps/v1", "batch/v1", "autoscaling/v2", "example.com/v1",
 		"/v1", "apps", "apps/", "appsx/v1", "app/v1", "v1/x", "batch/apps/v1"}
-	pool := append(append([]string{"service.name", "k8s.cluster.name", "k8s.node.ip"}, IdentityKeys...), ContractKeys[:]...)
+	pool := append(append([]string{"service.name", "k8s.cluster.name", "k8s.node.ip", ""}, IdentityKeys...), ContractKeys[:]...)
 	for n := range 5000 {
 		var kvs [][2]string
 		for range rng.IntN(14) {
