@@ -144,7 +144,17 @@ func Truncate(s string, n int) string {
 // nanosecond on one object (common in second-precision replays) never share
 // an object. Deterministic: the same key and time give the same name.
 func GenerateName(regardingName string, first time.Time, key string) string {
-	h, ns := fnv32a(key), uint64(first.UnixNano())
+	// One allocation: a new series per record (a storm of new objects) names one each.
+	b := AppendGeneratedName(make([]byte, 0, generatedNameLen(regardingName, first)), regardingName, first, key, "")
+	return unsafe.String(unsafe.SliceData(b), len(b)) // b is not used again
+}
+
+// AppendGeneratedName appends GenerateName(regardingName, first, key+suffix)
+// to dst: a caller that keeps the name with other bytes of its own (the
+// engine, with the packed series) makes one allocation for both, and
+// joins key and suffix without a copy.
+func AppendGeneratedName(dst []byte, regardingName string, first time.Time, key, suffix string) []byte {
+	h, ns := fnv32aMore(fnv32aMore(fnvOffset32, key), suffix), uint64(first.UnixNano())
 	// The suffix, a dot and lower-case hex digits, is a valid DNS-1123
 	// label: the name is a valid subdomain when the regarding name is one
 	// and the whole fits, so only the regarding name is checked.
@@ -152,15 +162,24 @@ func GenerateName(regardingName string, first time.Time, key string) string {
 	n := len(regardingName) + 1 + digits + 8
 	if n > validation.DNS1123SubdomainMaxLength ||
 		!isDNS1123Subdomain(unsafe.Slice(unsafe.StringData(regardingName), len(regardingName))) {
-		return fmt.Sprintf("event.%016x%08x", ns, h)
+		return fmt.Appendf(dst, "event.%016x%08x", ns, h)
 	}
-	// One allocation: a new series per record (a storm of new objects) names one each.
-	b := make([]byte, n)
-	copy(b, regardingName)
-	b[len(regardingName)] = '.'
-	putHex(b[len(regardingName)+1:n-8], ns)
-	putHex(b[n-8:], uint64(h))
-	return unsafe.String(unsafe.SliceData(b), len(b)) // b is not used again
+	at := len(dst)
+	dst = append(dst, regardingName...)
+	dst = append(dst, '.')
+	dst = append(dst, make([]byte, digits+8)...) // no allocation: append grows dst by the zeros
+	putHex(dst[at+len(regardingName)+1:at+n-8], ns)
+	putHex(dst[at+n-8:at+n], uint64(h))
+	return dst
+}
+
+// generatedNameLen is the length of GenerateName's result.
+func generatedNameLen(regardingName string, first time.Time) int {
+	digits := max((bits.Len64(uint64(first.UnixNano()))+3)/4, 1)
+	if n := len(regardingName) + 1 + digits + 8; n <= validation.DNS1123SubdomainMaxLength {
+		return n
+	}
+	return len("event.") + 16 + 8
 }
 
 // putHex writes the low len(b) hex digits of v into b, most significant
@@ -199,9 +218,11 @@ func isDNS1123Subdomain(name []byte) bool {
 	return true
 }
 
-func fnv32a(s string) uint32 {
+const fnvOffset32 = 2166136261
+
+// fnv32aMore continues a 32-bit FNV-1a hash h over s.
+func fnv32aMore(h uint32, s string) uint32 {
 	const prime = 16777619
-	h := uint32(2166136261)
 	for ; len(s) >= 4; s = s[4:] { // unrolled: the loop's own steps were a third of it
 		h = (h ^ uint32(s[0])) * prime
 		h = (h ^ uint32(s[1])) * prime
