@@ -196,9 +196,12 @@ func TestEmitSetsEveryField(t *testing.T) {
 // regarding name, its first occurrence and its key (less the empty
 // cluster fields) followed by the count of states made, for every layout
 // (series, legacy events and aggregates) and with and without a cluster.
-// newState writes the count after the key that pack left in its buffer.
-// Tried slip: cutting the buffer at the whole key (the cluster fields
-// kept) fails it.
+// newState hashes the count after the key, and keeps the name in the
+// string of the packed Event: the state's packing is its layout's of the
+// record that made it, byte for byte, and its name follows it. Tried
+// slips: cutting the key at its whole length (the cluster fields kept)
+// fails it, as do starting the name a byte early and ending the packing
+// a byte late.
 func TestNewStateNamesFromItsKey(t *testing.T) {
 	rng := rand.New(rand.NewPCG(14, 25))
 	for _, legacy := range []bool{false, true} {
@@ -222,6 +225,10 @@ func TestNewStateNamesFromItsKey(t *testing.T) {
 			key := st.packed[:st.keyLen]
 			want := k8sevent.GenerateName(ev.Regarding.Name, time.Unix(0, st.first), nameKey(key)+fmt.Sprint(e.statesMade))
 			require.Equal(t, want, st.name, "legacy=%t record %d", legacy, i)
+			l := layoutOf(st, &e.series)
+			packing := l.appendKey(nil, &ev)
+			require.Equal(t, len(packing), st.keyLen)
+			require.Equal(t, string(l.appendRest(packing, &ev)), st.packed, "legacy=%t record %d", legacy, i)
 		}
 	}
 }
