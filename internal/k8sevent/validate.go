@@ -184,39 +184,71 @@ func generatedNameLen(regardingName string, first time.Time) int {
 
 // putHex writes the low len(b) hex digits of v into b, most significant
 // first, in lower case (strconv's base 16 when b has room for exactly its
-// digits).
+// digits): two digits per step, from a table of the 256 pairs.
 func putHex(b []byte, v uint64) {
-	const digits = "0123456789abcdef"
-	for i := len(b) - 1; i >= 0; i-- {
-		b[i] = digits[v&0xf]
-		v >>= 4
+	i := len(b)
+	for ; i >= 2; i -= 2 {
+		p := &hexPairs[v&0xff]
+		b[i-2], b[i-1] = p[0], p[1]
+		v >>= 8
+	}
+	if i == 1 {
+		b[0] = hexPairs[v&0xf][1]
 	}
 }
+
+var hexPairs = func() (pairs [256][2]byte) {
+	const digits = "0123456789abcdef"
+	for i := range pairs {
+		pairs[i] = [2]byte{digits[i>>4], digits[i&0xf]}
+	}
+	return pairs
+}()
 
 // isDNS1123Subdomain is validation.IsDNS1123Subdomain's rule without its
 // regular expression (a tenth of a churning series' cost): at most 253
 // bytes, dot-separated labels of lower-case alphanumerics and '-', each
-// starting and ending with an alphanumeric.
+// starting and ending with an alphanumeric. Each byte's class comes from
+// a table.
 func isDNS1123Subdomain(name []byte) bool {
 	if len(name) == 0 || len(name) > validation.DNS1123SubdomainMaxLength {
 		return false
 	}
 	start := 0
-	for i := 0; i <= len(name); i++ {
-		if i < len(name) && name[i] != '.' {
-			c := name[i]
-			if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-') {
+	for i, c := range name {
+		switch dnsClass[c] {
+		case dnsOther:
+			return false
+		case dnsDot:
+			if i == start || name[start] == '-' || name[i-1] == '-' {
 				return false
 			}
-			continue
+			start = i + 1
 		}
-		if i == start || name[start] == '-' || name[i-1] == '-' {
-			return false
-		}
-		start = i + 1
 	}
-	return true
+	return start < len(name) && name[start] != '-' && name[len(name)-1] != '-'
 }
+
+const (
+	dnsOther = iota
+	dnsAlnum
+	dnsDash
+	dnsDot
+)
+
+var dnsClass = func() (class [256]uint8) {
+	for c := range class {
+		switch {
+		case c >= 'a' && c <= 'z' || c >= '0' && c <= '9':
+			class[c] = dnsAlnum
+		case c == '-':
+			class[c] = dnsDash
+		case c == '.':
+			class[c] = dnsDot
+		}
+	}
+	return class
+}()
 
 const fnvOffset32 = 2166136261
 
