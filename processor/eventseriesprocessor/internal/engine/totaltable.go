@@ -32,8 +32,9 @@ type totalSlot struct {
 	total total
 }
 
-// newTotalTable makes a table of capacity objects. Its index is at most a
-// quarter full (room for twice the capacity, at its two-thirds load):
+// newTotalTable makes a table of capacity objects. Its index is made for
+// twice the capacity, so it is at most a third full (a quarter at
+// max_keys 4096; a half before):
 // every new uid probes for a free position and its eviction moves back a
 // run, and at a half full they cost a record of a new uid ~70
 // instructions more (BenchmarkEngine), for 8 bytes of index per object
