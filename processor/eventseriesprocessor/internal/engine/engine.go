@@ -142,7 +142,8 @@ type Engine struct {
 	oldTotals  int       // totals held under the hash of a snapshot before version 6 (see upgrade)
 	due        deadlines
 	buf        []byte
-	numBuf     []byte // the count of states made, in decimal (see newState)
+	numBuf     []byte // the count of states made, in decimal (see madeDigits)
+	numOf      uint64 // the count numBuf holds
 	spamBuf    []byte
 	aggBuf     []byte
 	scratch    k8sevent.Event // an Event rebuilt from a state, for a moment
@@ -340,7 +341,7 @@ func (e *Engine) newState(l *layout, ev *k8sevent.Event, t int64, h uint64) *sta
 	e.statesMade++
 	// The name hashes the key (less empty cluster fields, see nameKey)
 	// and the count of states made, joined by the hash, not in a string.
-	e.numBuf = strconv.AppendUint(e.numBuf[:0], e.statesMade, 10)
+	e.madeDigits()
 	e.buf = slices.Grow(e.buf, len(ev.Regarding.Name)+64) // the name cannot move the key it reads
 	e.buf = k8sevent.AppendGeneratedName(e.buf, ev.Regarding.Name, time.Unix(0, t),
 		nameKey(borrow(e.buf[:keyLen])), borrow(e.numBuf))
@@ -351,6 +352,26 @@ func (e *Engine) newState(l *layout, ev *k8sevent.Event, t int64, h uint64) *sta
 		note: l.note(packed, ev), name: all[packedLen:]}
 	e.states.insert(packed[:keyLen], h, st)
 	return st
+}
+
+// madeDigits puts e.statesMade in decimal into e.numBuf: one more than
+// the count it holds by a step of its last digits (formatting it cost a
+// new state ~130 instructions), any other count (a restore, a reset) by
+// strconv.
+func (e *Engine) madeDigits() {
+	if e.numOf+1 == e.statesMade && len(e.numBuf) > 0 {
+		i := len(e.numBuf) - 1
+		for ; i >= 0 && e.numBuf[i] == '9'; i-- {
+			e.numBuf[i] = '0'
+		}
+		if i >= 0 { // else every digit was a 9: one more digit
+			e.numBuf[i]++
+			e.numOf = e.statesMade
+			return
+		}
+	}
+	e.numBuf = strconv.AppendUint(e.numBuf[:0], e.statesMade, 10)
+	e.numOf = e.statesMade
 }
 
 func (e *Engine) touch(st *state, ev *k8sevent.Event, t int64) {

@@ -2,9 +2,11 @@ package engine
 
 import (
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"reflect"
 	"slices"
+	"strconv"
 	"testing"
 	"time"
 	"unsafe"
@@ -230,5 +232,27 @@ func TestNewStateNamesFromItsKey(t *testing.T) {
 			require.Equal(t, len(packing), st.keyLen)
 			require.Equal(t, string(l.appendRest(packing, &ev)), st.packed, "legacy=%t record %d", legacy, i)
 		}
+	}
+}
+
+// madeDigits, which steps the decimal count of states made instead of
+// formatting it, writes what strconv writes: counting up across every
+// carry (9 to 10, 999 to 1000), and after the count jumps (a restore, a
+// reset to 0). Tried slip: leaving the 9s of a carry as they were fails it.
+func TestMadeDigitsIsStrconv(t *testing.T) {
+	e, err := New(defaults())
+	require.NoError(t, err)
+	for _, start := range []uint64{0, 7, 0, 99_990, 12_345_678_999_990, math.MaxUint64 - 20} {
+		e.statesMade = start
+		for range 15 {
+			e.statesMade++
+			e.madeDigits()
+			require.Equal(t, strconv.FormatUint(e.statesMade, 10), string(e.numBuf))
+		}
+	}
+	for n := range uint64(20_000) {
+		e.statesMade = n + 1
+		e.madeDigits()
+		require.Equal(t, strconv.FormatUint(n+1, 10), string(e.numBuf))
 	}
 }
