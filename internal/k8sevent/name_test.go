@@ -141,3 +141,26 @@ func TestGenerateNameIsUnchangedAndValid(t *testing.T) {
 		require.Empty(t, validation.IsDNS1123Subdomain(got), got)
 	}
 }
+
+// AppendGeneratedName appends to what dst holds, leaving it as it was,
+// GenerateName's name of the key joined with the suffix, at every split
+// of the key (the hash continues across the two) and whatever dst's
+// spare capacity. Tried slip: hashing the suffix from a fresh FNV offset
+// instead of continuing fails it.
+func TestAppendGeneratedNameIsGenerateName(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	names := append(randomStrings(3, "ab09.-.-A_é"), "", strings.Repeat("x", 240))
+	for i, name := range names {
+		first := time.Unix(0, []int64{0, 1, -1, math.MaxInt64, rng.Int64()}[rng.IntN(5)])
+		key := make([]byte, rng.IntN(40))
+		for j := range key {
+			key[j] = byte(rng.Uint32())
+		}
+		want := GenerateName(name, first, string(key))
+		split := rng.IntN(len(key) + 1)
+		prefix := []byte(fmt.Sprint("held-", i))
+		dst := append(make([]byte, 0, len(prefix)+rng.IntN(2*len(want)+1)), prefix...)
+		got := AppendGeneratedName(dst, name, first, string(key[:split]), string(key[split:]))
+		require.Equal(t, string(prefix)+want, string(got), "%q split at %d", name, split)
+	}
+}

@@ -144,7 +144,17 @@ func Truncate(s string, n int) string {
 // nanosecond on one object (common in second-precision replays) never share
 // an object. Deterministic: the same key and time give the same name.
 func GenerateName(regardingName string, first time.Time, key string) string {
-	h, ns := fnv32a(key), uint64(first.UnixNano())
+	// One allocation: a new series per record (a storm of new objects) names one each.
+	b := AppendGeneratedName(make([]byte, 0, generatedNameLen(regardingName, first)), regardingName, first, key, "")
+	return unsafe.String(unsafe.SliceData(b), len(b)) // b is not used again
+}
+
+// AppendGeneratedName appends GenerateName(regardingName, first, key+suffix)
+// to dst: a caller that keeps the name with other bytes of its own (the
+// engine, with the packed series) makes one allocation for both, and
+// joins key and suffix without a copy.
+func AppendGeneratedName(dst []byte, regardingName string, first time.Time, key, suffix string) []byte {
+	h, ns := fnv32aMore(fnv32aMore(fnvOffset32, key), suffix), uint64(first.UnixNano())
 	// The suffix, a dot and lower-case hex digits, is a valid DNS-1123
 	// label: the name is a valid subdomain when the regarding name is one
 	// and the whole fits, so only the regarding name is checked.
@@ -152,64 +162,115 @@ func GenerateName(regardingName string, first time.Time, key string) string {
 	n := len(regardingName) + 1 + digits + 8
 	if n > validation.DNS1123SubdomainMaxLength ||
 		!isDNS1123Subdomain(unsafe.Slice(unsafe.StringData(regardingName), len(regardingName))) {
-		return fmt.Sprintf("event.%016x%08x", ns, h)
+		return fmt.Appendf(dst, "event.%016x%08x", ns, h)
 	}
-	// One allocation: a new series per record (a storm of new objects) names one each.
-	b := make([]byte, n)
-	copy(b, regardingName)
-	b[len(regardingName)] = '.'
-	putHex(b[len(regardingName)+1:n-8], ns)
-	putHex(b[n-8:], uint64(h))
-	return unsafe.String(unsafe.SliceData(b), len(b)) // b is not used again
+	at := len(dst)
+	dst = append(dst, regardingName...)
+	dst = append(dst, '.')
+	dst = append(dst, make([]byte, digits+8)...) // no allocation: append grows dst by the zeros
+	putHex(dst[at+len(regardingName)+1:at+n-8], ns)
+	putHex(dst[at+n-8:at+n], uint64(h))
+	return dst
+}
+
+// generatedNameLen is the length of GenerateName's result.
+func generatedNameLen(regardingName string, first time.Time) int {
+	digits := max((bits.Len64(uint64(first.UnixNano()))+3)/4, 1)
+	if n := len(regardingName) + 1 + digits + 8; n <= validation.DNS1123SubdomainMaxLength {
+		return n
+	}
+	return len("event.") + 16 + 8
 }
 
 // putHex writes the low len(b) hex digits of v into b, most significant
 // first, in lower case (strconv's base 16 when b has room for exactly its
-// digits).
+// digits): two digits per step, from a table of the 256 pairs.
 func putHex(b []byte, v uint64) {
-	const digits = "0123456789abcdef"
-	for i := len(b) - 1; i >= 0; i-- {
-		b[i] = digits[v&0xf]
-		v >>= 4
+	i := len(b)
+	for ; i >= 2; i -= 2 {
+		p := &hexPairs[v&0xff]
+		b[i-2], b[i-1] = p[0], p[1]
+		v >>= 8
+	}
+	if i == 1 {
+		b[0] = hexPairs[v&0xf][1]
 	}
 }
+
+var hexPairs = func() (pairs [256][2]byte) {
+	const digits = "0123456789abcdef"
+	for i := range pairs {
+		pairs[i] = [2]byte{digits[i>>4], digits[i&0xf]}
+	}
+	return pairs
+}()
 
 // isDNS1123Subdomain is validation.IsDNS1123Subdomain's rule without its
 // regular expression (a tenth of a churning series' cost): at most 253
 // bytes, dot-separated labels of lower-case alphanumerics and '-', each
-// starting and ending with an alphanumeric.
+// starting and ending with an alphanumeric. Each byte's class comes from
+// a table.
 func isDNS1123Subdomain(name []byte) bool {
 	if len(name) == 0 || len(name) > validation.DNS1123SubdomainMaxLength {
 		return false
 	}
 	start := 0
-	for i := 0; i <= len(name); i++ {
-		if i < len(name) && name[i] != '.' {
-			c := name[i]
-			if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-') {
+	for i, c := range name {
+		switch dnsClass[c] {
+		case dnsOther:
+			return false
+		case dnsDot:
+			if i == start || name[start] == '-' || name[i-1] == '-' {
 				return false
 			}
-			continue
+			start = i + 1
 		}
-		if i == start || name[start] == '-' || name[i-1] == '-' {
-			return false
-		}
-		start = i + 1
 	}
-	return true
+	return start < len(name) && name[start] != '-' && name[len(name)-1] != '-'
 }
 
-func fnv32a(s string) uint32 {
-	const prime = 16777619
-	h := uint32(2166136261)
-	for ; len(s) >= 4; s = s[4:] { // unrolled: the loop's own steps were a third of it
-		h = (h ^ uint32(s[0])) * prime
-		h = (h ^ uint32(s[1])) * prime
-		h = (h ^ uint32(s[2])) * prime
-		h = (h ^ uint32(s[3])) * prime
+const (
+	dnsOther = iota
+	dnsAlnum
+	dnsDash
+	dnsDot
+)
+
+var dnsClass = func() (class [256]uint8) {
+	for c := range class {
+		switch {
+		case c >= 'a' && c <= 'z' || c >= '0' && c <= '9':
+			class[c] = dnsAlnum
+		case c == '-':
+			class[c] = dnsDash
+		case c == '.':
+			class[c] = dnsDot
+		}
 	}
-	for i := 0; i < len(s); i++ {
-		h = (h ^ uint32(s[i])) * prime
+	return class
+}()
+
+const fnvOffset32 = 2166136261
+
+// fnv32aMore continues a 32-bit FNV-1a hash h over s, 8 bytes per step
+// by index (re-slicing s per step was 40% of it).
+func fnv32aMore(h uint32, s string) uint32 {
+	const prime = 16777619
+	b := unsafe.Slice(unsafe.StringData(s), len(s))
+	i := 0
+	for ; i+8 <= len(b); i += 8 {
+		w := b[i : i+8 : i+8]
+		h = (h ^ uint32(w[0])) * prime
+		h = (h ^ uint32(w[1])) * prime
+		h = (h ^ uint32(w[2])) * prime
+		h = (h ^ uint32(w[3])) * prime
+		h = (h ^ uint32(w[4])) * prime
+		h = (h ^ uint32(w[5])) * prime
+		h = (h ^ uint32(w[6])) * prime
+		h = (h ^ uint32(w[7])) * prime
+	}
+	for ; i < len(b); i++ {
+		h = (h ^ uint32(b[i])) * prime
 	}
 	return h
 }

@@ -6,6 +6,7 @@ package engine
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -141,6 +142,8 @@ type Engine struct {
 	oldTotals  int       // totals held under the hash of a snapshot before version 6 (see upgrade)
 	due        deadlines
 	buf        []byte
+	numBuf     []byte // the count of states made, in decimal (see madeDigits)
+	numOf      uint64 // the count numBuf holds
 	spamBuf    []byte
 	aggBuf     []byte
 	scratch    k8sevent.Event // an Event rebuilt from a state, for a moment
@@ -328,22 +331,47 @@ func (e *Engine) observeSeries(ev *k8sevent.Event, delta, t int64) {
 }
 
 // newState adds a state for ev, whose key (not held, of hash h) e.buf holds.
+// The packed Event and the name are one allocation: the name follows the
+// packing in e.buf, then one string holds both (~250 instructions and an
+// allocation per new series less than a string each).
 func (e *Engine) newState(l *layout, ev *k8sevent.Event, t int64, h uint64) *state {
-	var packed string
-	var keyLen int
-	packed, keyLen, e.buf = l.pack(e.buf, ev)
-	key := packed[:keyLen]
+	keyLen := len(e.buf)
+	e.buf = l.appendRest(e.buf, ev)
+	packedLen := len(e.buf)
 	e.statesMade++
-	// The name hashes the key and the count of states made; the two are
-	// joined in e.buf, not in a string of their own (one per new series),
-	// where the key already is: pack left it at the start of e.buf.
-	e.buf = strconv.AppendUint(e.buf[:len(nameKey(key))], e.statesMade, 10)
+	// The name hashes the key (less empty cluster fields, see nameKey)
+	// and the count of states made, joined by the hash, not in a string.
+	e.madeDigits()
+	e.buf = slices.Grow(e.buf, len(ev.Regarding.Name)+64) // the name cannot move the key it reads
+	e.buf = k8sevent.AppendGeneratedName(e.buf, ev.Regarding.Name, time.Unix(0, t),
+		nameKey(borrow(e.buf[:keyLen])), borrow(e.numBuf))
+	all := string(e.buf)
+	packed := all[:packedLen]
 	st := e.statePool.get()
 	*st = state{packed: packed, keyLen: keyLen, heapIdx: -1, first: t, last: t, seenAt: e.now,
-		note: l.note(packed, ev),
-		name: k8sevent.GenerateName(ev.Regarding.Name, time.Unix(0, t), borrow(e.buf))}
-	e.states.insert(key, h, st)
+		note: l.note(packed, ev), name: all[packedLen:]}
+	e.states.insert(packed[:keyLen], h, st)
 	return st
+}
+
+// madeDigits puts e.statesMade in decimal into e.numBuf: one more than
+// the count it holds by a step of its last digits (formatting it cost a
+// new state ~130 instructions), any other count (a restore, a reset) by
+// strconv.
+func (e *Engine) madeDigits() {
+	if e.numOf+1 == e.statesMade && len(e.numBuf) > 0 {
+		i := len(e.numBuf) - 1
+		for ; i >= 0 && e.numBuf[i] == '9'; i-- {
+			e.numBuf[i] = '0'
+		}
+		if i >= 0 { // else every digit was a 9: one more digit
+			e.numBuf[i]++
+			e.numOf = e.statesMade
+			return
+		}
+	}
+	e.numBuf = strconv.AppendUint(e.numBuf[:0], e.statesMade, 10)
+	e.numOf = e.statesMade
 }
 
 func (e *Engine) touch(st *state, ev *k8sevent.Event, t int64) {

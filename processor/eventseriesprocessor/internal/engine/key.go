@@ -178,12 +178,10 @@ func (l *layout) appendKey(buf []byte, ev *k8sevent.Event) []byte {
 	return appendFields(buf, ev, l.keyAt)
 }
 
-// pack returns the packed form of ev and the length of its key prefix; buf
-// must hold appendKey's result for ev. It returns buf grown, for reuse.
-func (l *layout) pack(buf []byte, ev *k8sevent.Event) (packed string, keyLen int, grown []byte) {
-	keyLen = len(buf)
-	buf = appendFields(buf, ev, l.restAt)
-	return string(buf), keyLen, buf
+// appendRest appends the fields of ev that are not in l's key: after
+// appendKey's result, ev's packed form.
+func (l *layout) appendRest(buf []byte, ev *k8sevent.Event) []byte {
+	return appendFields(buf, ev, l.restAt)
 }
 
 // note is ev's note in packed, ev's packing: a string sharing packed's

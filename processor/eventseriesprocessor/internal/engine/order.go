@@ -16,12 +16,27 @@ func newOrder(slots int) order {
 	return order{links: make([]link, slots), newest: -1, oldest: -1}
 }
 
-// touch makes slot s, linked, the most recently used.
+// touch makes slot s, linked, the most recently used: unlink and
+// linkNewest in one, knowing what a slot that is not the newest has (a
+// newer one; a newest one), with one bounds check per link written. Every
+// record touches two to four slots.
 func (o *order) touch(s int32) {
-	if s != o.newest {
-		o.unlink(s)
-		o.linkNewest(s)
+	newest := o.newest
+	if s == newest {
+		return
 	}
+	links := o.links
+	l := &links[s]
+	newer, older := l.newer, l.older
+	links[newer].older = older
+	if older >= 0 {
+		links[older].newer = newer
+	} else {
+		o.oldest = newer
+	}
+	*l = link{newer: -1, older: newest}
+	links[newest].newer = s
+	o.newest = s
 }
 
 func (o *order) unlink(s int32) {

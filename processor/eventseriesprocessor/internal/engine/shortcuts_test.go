@@ -2,9 +2,11 @@ package engine
 
 import (
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"reflect"
 	"slices"
+	"strconv"
 	"testing"
 	"time"
 	"unsafe"
@@ -196,9 +198,12 @@ func TestEmitSetsEveryField(t *testing.T) {
 // regarding name, its first occurrence and its key (less the empty
 // cluster fields) followed by the count of states made, for every layout
 // (series, legacy events and aggregates) and with and without a cluster.
-// newState writes the count after the key that pack left in its buffer.
-// Tried slip: cutting the buffer at the whole key (the cluster fields
-// kept) fails it.
+// newState hashes the count after the key, and keeps the name in the
+// string of the packed Event: the state's packing is its layout's of the
+// record that made it, byte for byte, and its name follows it. Tried
+// slips: cutting the key at its whole length (the cluster fields kept)
+// fails it, as do starting the name a byte early and ending the packing
+// a byte late.
 func TestNewStateNamesFromItsKey(t *testing.T) {
 	rng := rand.New(rand.NewPCG(14, 25))
 	for _, legacy := range []bool{false, true} {
@@ -222,6 +227,32 @@ func TestNewStateNamesFromItsKey(t *testing.T) {
 			key := st.packed[:st.keyLen]
 			want := k8sevent.GenerateName(ev.Regarding.Name, time.Unix(0, st.first), nameKey(key)+fmt.Sprint(e.statesMade))
 			require.Equal(t, want, st.name, "legacy=%t record %d", legacy, i)
+			l := layoutOf(st, &e.series)
+			packing := l.appendKey(nil, &ev)
+			require.Equal(t, len(packing), st.keyLen)
+			require.Equal(t, string(l.appendRest(packing, &ev)), st.packed, "legacy=%t record %d", legacy, i)
 		}
+	}
+}
+
+// madeDigits, which steps the decimal count of states made instead of
+// formatting it, writes what strconv writes: counting up across every
+// carry (9 to 10, 999 to 1000), and after the count jumps (a restore, a
+// reset to 0). Tried slip: leaving the 9s of a carry as they were fails it.
+func TestMadeDigitsIsStrconv(t *testing.T) {
+	e, err := New(defaults())
+	require.NoError(t, err)
+	for _, start := range []uint64{0, 7, 0, 99_990, 12_345_678_999_990, math.MaxUint64 - 20} {
+		e.statesMade = start
+		for range 15 {
+			e.statesMade++
+			e.madeDigits()
+			require.Equal(t, strconv.FormatUint(e.statesMade, 10), string(e.numBuf))
+		}
+	}
+	for n := range uint64(20_000) {
+		e.statesMade = n + 1
+		e.madeDigits()
+		require.Equal(t, strconv.FormatUint(n+1, 10), string(e.numBuf))
 	}
 }
