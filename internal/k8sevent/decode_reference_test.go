@@ -11,6 +11,7 @@ import (
 	"unsafe"
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/plog"
 )
 
 // referenceDecodeAttributes is DecodeAttributes as it was before the key
@@ -122,6 +123,37 @@ func referenceDecodeKey(i contractKey, v pcommon.Value, dst *Event, opts DecodeO
 	return p
 }
 
+// referenceDecodeRecord is DecodeRecord as it was: reads the record's own fields (body, severity, timestamp) and
+// attributes into dst, which holds what the resource's attributes gave.
+func referenceDecodeRecord(lr plog.LogRecord, dst *Event, opts DecodeOptions) (problems Problem, found bool) {
+	problems, found = referenceDecodeAttributes(lr.Attributes(), dst, opts)
+	if body := lr.Body(); body.Type() != pcommon.ValueTypeEmpty {
+		dst.Note = str(body)
+	}
+	if t := lr.SeverityText(); t != "" {
+		dst.Type = t
+	} else if n := lr.SeverityNumber(); n != plog.SeverityNumberUnspecified {
+		switch {
+		case n >= plog.SeverityNumberFatal:
+			dst.Type = TypeCritical
+		case n >= plog.SeverityNumberError:
+			dst.Type = TypeError
+		case n >= plog.SeverityNumberWarn:
+			dst.Type = TypeWarning
+		default:
+			dst.Type = TypeNormal
+		}
+	}
+	if ts := lr.Timestamp(); ts > maxTimestamp {
+		problems |= ProblemBadValue // past 2262: int64 nanoseconds cannot hold it
+	} else if ts != 0 {
+		dst.Time = ts.AsTime()
+	} else if !opts.SkipTimes {
+		dst.Time = dst.LatestTime()
+	}
+	return problems, found
+}
+
 // randomDecodeKeys are what the maps of TestDecodeAttributesIsTheReference
 // hold: every contract key, each also with one byte changed (at every
 // position), cut and extended by a byte, and keys of no contract length.
@@ -162,11 +194,12 @@ func randomDecodeValue(rng *rand.Rand, v pcommon.Value) {
 	}
 }
 
-// TestDecodeAttributesIsTheReference: on 20,000 random resource and record
-// maps (contract keys repeated, keys a byte off, values of every type),
-// decoded one after the other into one Event as the processor does, with
-// and without SkipTimes, DecodeAttributes gives the reference decoder's
-// Event, problems and found.
+// TestDecodeAttributesIsTheReference: on 20,000 random resources and
+// records (contract keys repeated, keys a byte off, values of every type;
+// bodies of every type, severities, timestamps), decoded one after the
+// other into one Event as the processor does, with and without SkipTimes,
+// DecodeAttributes and DecodeRecord give the reference decoders' Event,
+// problems and found.
 func TestDecodeAttributesIsTheReference(t *testing.T) {
 	rng := rand.New(rand.NewPCG(26, 14))
 	keys := randomDecodeKeys()
@@ -193,10 +226,28 @@ func TestDecodeAttributesIsTheReference(t *testing.T) {
 		wp, wf := referenceDecodeAttributes(res, &want, opts)
 		require.Equal(t, wp, gp, "case %d resource problems: %v", n, res.AsRaw())
 		require.Equal(t, wf, gf, "case %d resource found: %v", n, res.AsRaw())
-		gp, gf = DecodeAttributes(rec, &got, opts)
-		wp, wf = referenceDecodeAttributes(rec, &want, opts)
-		require.Equal(t, wp, gp, "case %d record problems: %v", n, rec.AsRaw())
-		require.Equal(t, wf, gf, "case %d record found: %v", n, rec.AsRaw())
-		require.Equal(t, want, got, "case %d: %v then %v", n, res.AsRaw(), rec.AsRaw())
+		lr := randomDecodeRecord(rng)
+		rec.MoveTo(lr.Attributes())
+		gp, gf = DecodeRecord(lr, &got, opts)
+		wp, wf = referenceDecodeRecord(lr, &want, opts)
+		require.Equal(t, wp, gp, "case %d record problems: %v", n, lr.Attributes().AsRaw())
+		require.Equal(t, wf, gf, "case %d record found: %v", n, lr.Attributes().AsRaw())
+		require.Equal(t, want, got, "case %d: %v then %v, body %v", n, res.AsRaw(), lr.Attributes().AsRaw(), lr.Body().AsRaw())
 	}
+}
+
+// randomDecodeRecord is a log record with a body of any type, a severity
+// and a timestamp, or none of them.
+func randomDecodeRecord(rng *rand.Rand) plog.LogRecord {
+	lr := plog.NewLogRecord()
+	switch rng.IntN(4) {
+	case 0:
+		lr.SetTimestamp(pcommon.Timestamp(rng.Uint64()))
+	case 1, 2:
+		lr.SetTimestamp(pcommon.Timestamp(1_772_000_000_000_000_000 + rng.Int64N(1e12)))
+	}
+	lr.SetSeverityText([]string{"", "Warning", "Normal", "warn", "Error"}[rng.IntN(5)])
+	lr.SetSeverityNumber(plog.SeverityNumber(rng.IntN(26)))
+	randomDecodeValue(rng, lr.Body())
+	return lr
 }

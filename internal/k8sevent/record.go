@@ -176,8 +176,11 @@ func decodeKey(i contractKey, v pcommon.Value, dst *Event, opts DecodeOptions) (
 // attributes into dst, which holds what the resource's attributes gave.
 func DecodeRecord(lr plog.LogRecord, dst *Event, opts DecodeOptions) (problems Problem, found bool) {
 	problems, found = DecodeAttributes(lr.Attributes(), dst, opts)
-	if body := lr.Body(); body.Type() != pcommon.ValueTypeEmpty {
-		dst.Note = str(body)
+	// str, by hand: a string body is read with no type switch and no call.
+	if body := lr.Body(); body.Str() != "" {
+		dst.Note = body.Str()
+	} else if body.Type() != pcommon.ValueTypeEmpty {
+		dst.Note = strOther(body)
 	}
 	if t := lr.SeverityText(); t != "" {
 		dst.Type = t
