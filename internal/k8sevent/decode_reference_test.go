@@ -7,7 +7,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"math/bits"
-	"time"
 	"unsafe"
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
@@ -68,7 +67,7 @@ func referenceDecodeAttributes(attrs pcommon.Map, dst *Event, opts DecodeOptions
 	}
 	for rest := seen &^ referenceStringKeys &^ (1 << keyNodeName); rest != 0; rest &= rest - 1 {
 		i := contractKey(bits.TrailingZeros64(rest))
-		problems |= referenceDecodeKey(i, others[referenceOtherSlot[i]], dst, opts)
+		problems |= decodeKey(i, others[referenceOtherSlot[i]], dst, opts)
 	}
 	return problems, found
 }
@@ -96,62 +95,21 @@ var referenceOtherSlot = func() (s [numContractKeys]int8) {
 	return s
 }()
 
-// referenceDecodeKey is decodeKey as it was: reads the value of contract key i, not one of stringKeys, into dst.
-func referenceDecodeKey(i contractKey, v pcommon.Value, dst *Event, opts DecodeOptions) (p Problem) {
-	switch i {
-	case keyCount:
-		dst.Count, p = integer(v)
-	case keySeriesCount:
-		dst.SeriesCount, p = integer(v)
-	case keyAggregated:
-		dst.Aggregated = v.Type() == pcommon.ValueTypeBool && v.Bool()
-	case keyNewOccurrences:
-		dst.NewOccurrences, p = integer(v)
-	case keyFirstTimestamp:
-		p = decodeTime(v, &dst.FirstTimestamp, opts, 0)
-	case keyLastTimestamp:
-		p = decodeTime(v, &dst.LastTimestamp, opts, 0)
-	case keyEventTime:
-		p = decodeTime(v, &dst.EventTime, opts, time.Microsecond)
-	case keySeriesLastObserved:
-		p = decodeTime(v, &dst.SeriesLastObservedTime, opts, time.Microsecond)
-	case keyStartTime:
-		if dst.FirstTimestamp.IsZero() {
-			p = decodeTime(v, &dst.FirstTimestamp, opts, 0)
-		}
-	}
-	return p
-}
-
-// referenceDecodeRecord is DecodeRecord as it was: reads the record's own fields (body, severity, timestamp) and
-// attributes into dst, which holds what the resource's attributes gave.
+// referenceDecodeRecord is DecodeRecord as it was: the reference decoder
+// of the attributes, the body read by str after a type switch, then the
+// severity and the timestamp as DecodeRecord still reads them (it is given
+// a record that holds only those: its attributes decode to nothing).
 func referenceDecodeRecord(lr plog.LogRecord, dst *Event, opts DecodeOptions) (problems Problem, found bool) {
 	problems, found = referenceDecodeAttributes(lr.Attributes(), dst, opts)
 	if body := lr.Body(); body.Type() != pcommon.ValueTypeEmpty {
 		dst.Note = str(body)
 	}
-	if t := lr.SeverityText(); t != "" {
-		dst.Type = t
-	} else if n := lr.SeverityNumber(); n != plog.SeverityNumberUnspecified {
-		switch {
-		case n >= plog.SeverityNumberFatal:
-			dst.Type = TypeCritical
-		case n >= plog.SeverityNumberError:
-			dst.Type = TypeError
-		case n >= plog.SeverityNumberWarn:
-			dst.Type = TypeWarning
-		default:
-			dst.Type = TypeNormal
-		}
-	}
-	if ts := lr.Timestamp(); ts > maxTimestamp {
-		problems |= ProblemBadValue // past 2262: int64 nanoseconds cannot hold it
-	} else if ts != 0 {
-		dst.Time = ts.AsTime()
-	} else if !opts.SkipTimes {
-		dst.Time = dst.LatestTime()
-	}
-	return problems, found
+	bare := plog.NewLogRecord()
+	bare.SetSeverityText(lr.SeverityText())
+	bare.SetSeverityNumber(lr.SeverityNumber())
+	bare.SetTimestamp(lr.Timestamp())
+	p, _ := DecodeRecord(bare, dst, opts)
+	return problems | p, found
 }
 
 // randomDecodeKeys are what the maps of TestDecodeAttributesIsTheReference
