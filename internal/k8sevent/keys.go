@@ -193,9 +193,12 @@ const keyTableSize = 128
 type keyEntry struct {
 	words [5]uint64
 	name  string
-	n     uint8 // len(name); 0 in an empty slot
-	ident int8  // its identity slot (identitySlot), or -1
+	n     uint8    // len(name); 0 in an empty slot
+	at    [3]uint8 // where words 1 to 3 start: min(8, 16 or 24, n-8), so a decoder computes no offset
+	ident int8     // its identity slot (identitySlot), or -1
+	other int8     // its place in a decoder's others (otherSlot), or -1 for one of stringKeys
 	key   contractKey
+	field uintptr // one of stringKeys: where its string field sits in an Event (stringOffsets)
 }
 
 var keyTable = func() (t [keyTableSize]keyEntry) {
@@ -208,8 +211,12 @@ var keyTable = func() (t [keyTableSize]keyEntry) {
 			panic("k8sevent: contract keys " + ContractKeys[e.key] + " and " + k + " share a slot of keyTable")
 		}
 		e.name, e.n, e.key, e.ident = k, uint8(len(k)), contractKey(i), int8(identitySlot(k))
+		e.other, e.field = otherSlot[i], stringOffsets[i]
 		for w := range e.words {
 			e.words[w] = keyWord(k, min(8*w, len(k)-8)) // a short key's last words repeat its last 8 bytes
+		}
+		for w := range e.at {
+			e.at[w] = uint8(min(8*(w+1), len(k)-8))
 		}
 	}
 	return t

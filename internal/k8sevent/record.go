@@ -47,11 +47,11 @@ func DecodeAttributes(attrs pcommon.Map, dst *Event, opts DecodeOptions) (proble
 		if len(k) < minKeyLen {
 			continue
 		}
+		// The entry holds where its words start (a key of its length only).
 		e := &keyTable[keySlot(k)]
-		last := len(k) - 8
-		if int(e.n) != len(k) || (keyWord(k, 0)^e.words[0])|(keyWord(k, min(8, last))^e.words[1])|
-			(keyWord(k, min(16, last))^e.words[2])|(keyWord(k, min(24, last))^e.words[3])|
-			(keyWord(k, last)^e.words[4]) != 0 {
+		if int(e.n) != len(k) || (keyWord(k, 0)^e.words[0])|(keyWord(k, int(e.at[0]))^e.words[1])|
+			(keyWord(k, int(e.at[1]))^e.words[2])|(keyWord(k, int(e.at[2]))^e.words[3])|
+			(keyWord(k, len(k)-8)^e.words[4]) != 0 {
 			continue
 		}
 		i := e.key
@@ -61,15 +61,15 @@ func DecodeAttributes(attrs pcommon.Map, dst *Event, opts DecodeOptions) (proble
 			continue
 		}
 		seen |= bit
-		if stringKeys&bit == 0 {
-			others[otherSlot[i]] = v
+		if e.other >= 0 {
+			others[e.other] = v
 			continue
 		}
 		s := v.Str() // str, by hand: the call was a fifth of the cost
 		if s == "" {
 			s = strOther(v)
 		}
-		*stringField(dst, i) = s
+		*(*string)(unsafe.Add(unsafe.Pointer(dst), e.field)) = s // the key's string field
 	}
 	if seen&^stringKeys == 0 {
 		// The namespace and cluster keys also sit on every log from a pod
@@ -81,12 +81,20 @@ func DecodeAttributes(attrs pcommon.Map, dst *Event, opts DecodeOptions) (proble
 		// the node name is the source host only if the map has no k8s.event.source.host
 		dst.SourceHost = str(others[otherSlot[keyNodeName]])
 	}
-	for rest := seen &^ stringKeys &^ (1 << keyNodeName); rest != 0; rest &= rest - 1 {
+	rest := seen &^ stringKeys &^ (1 << keyNodeName)
+	if opts.SkipTimes {
+		rest &^= timeKeys // decodeTime would read none of them
+	}
+	for ; rest != 0; rest &= rest - 1 {
 		i := contractKey(bits.TrailingZeros64(rest))
 		problems |= decodeKey(i, others[otherSlot[i]], dst, opts)
 	}
 	return problems, found
 }
+
+// timeKeys are the contract keys decodeKey reads with decodeTime, which
+// DecodeOptions.SkipTimes leaves unread.
+const timeKeys = 1<<keyFirstTimestamp | 1<<keyLastTimestamp | 1<<keyEventTime | 1<<keySeriesLastObserved | 1<<keyStartTime
 
 // numOtherKeys is the number of contract keys not in stringKeys, each of
 // which has a place in a decoder's others (otherSlot).
@@ -117,8 +125,8 @@ const stringKeys = 1<<keyEventName | 1<<keyEventUID | 1<<keyEventNamespace | 1<<
 	1<<keyRelatedResourceVer | 1<<keySeriesState | 1<<keyClusterName | 1<<keyClusterUID
 
 // stringOffsets are where in an Event the string field of each of
-// stringKeys sits: the decoder stores a value there with no switch per
-// key and no table of pointers made per call.
+// stringKeys sits: keyTable holds them, and the decoder stores a value
+// there with no switch per key and no table of pointers made per call.
 var stringOffsets = func() (o [numContractKeys]uintptr) {
 	var ev Event
 	base := uintptr(unsafe.Pointer(&ev))
@@ -136,11 +144,6 @@ var stringOffsets = func() (o [numContractKeys]uintptr) {
 	o[keySeriesState], o[keyClusterName], o[keyClusterUID] = at(&ev.SeriesState), at(&ev.Cluster.Name), at(&ev.Cluster.UID)
 	return o
 }()
-
-// stringField is ev's string field of key i, one of stringKeys.
-func stringField(ev *Event, i contractKey) *string {
-	return (*string)(unsafe.Add(unsafe.Pointer(ev), stringOffsets[i]))
-}
 
 // decodeKey reads the value of contract key i, not one of stringKeys, into dst.
 func decodeKey(i contractKey, v pcommon.Value, dst *Event, opts DecodeOptions) (p Problem) {
@@ -173,8 +176,11 @@ func decodeKey(i contractKey, v pcommon.Value, dst *Event, opts DecodeOptions) (
 // attributes into dst, which holds what the resource's attributes gave.
 func DecodeRecord(lr plog.LogRecord, dst *Event, opts DecodeOptions) (problems Problem, found bool) {
 	problems, found = DecodeAttributes(lr.Attributes(), dst, opts)
-	if body := lr.Body(); body.Type() != pcommon.ValueTypeEmpty {
-		dst.Note = str(body)
+	// str, by hand: a string body is read with no type switch and no call.
+	if body := lr.Body(); body.Str() != "" {
+		dst.Note = body.Str()
+	} else if body.Type() != pcommon.ValueTypeEmpty {
+		dst.Note = strOther(body)
 	}
 	if t := lr.SeverityText(); t != "" {
 		dst.Type = t

@@ -69,10 +69,12 @@ func (s *Sanitizer) Sanitize(ev *Event, now time.Time) (repaired, fatal Problem)
 		ev.Note = Truncate(ev.Note, MaxNoteBytes)
 		repaired |= ProblemLongNote
 	}
-	for _, f := range [...]*string{&ev.Reason, &ev.Action, &ev.ReportingInstance} {
-		if len(*f) > MaxFieldBytes {
-			*f = Truncate(*f, MaxFieldBytes)
-			repaired |= ProblemLongField
+	if max(len(ev.Reason), len(ev.Action), len(ev.ReportingInstance)) > MaxFieldBytes { // rare: no array of pointers per record
+		for _, f := range [...]*string{&ev.Reason, &ev.Action, &ev.ReportingInstance} {
+			if len(*f) > MaxFieldBytes {
+				*f = Truncate(*f, MaxFieldBytes)
+				repaired |= ProblemLongField
+			}
 		}
 	}
 	if ev.Reason == "" {
