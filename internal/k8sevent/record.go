@@ -177,8 +177,9 @@ func decodeKey(i contractKey, v pcommon.Value, dst *Event, opts DecodeOptions) (
 func DecodeRecord(lr plog.LogRecord, dst *Event, opts DecodeOptions) (problems Problem, found bool) {
 	problems, found = DecodeAttributes(lr.Attributes(), dst, opts)
 	// str, by hand: a string body is read with no type switch and no call.
-	if body := lr.Body(); body.Str() != "" {
-		dst.Note = body.Str()
+	body := lr.Body()
+	if s := body.Str(); s != "" {
+		dst.Note = s
 	} else if body.Type() != pcommon.ValueTypeEmpty {
 		dst.Note = strOther(body)
 	}
