@@ -6,13 +6,15 @@ import (
 	"time"
 
 	"github.com/hashicorp/golang-lru/v2/simplelru"
+	"k8s.io/apimachinery/pkg/util/resourceversion"
 )
 
 // checkpoint is what one watch needs to go on after a restart or a 410 without a
 // gap and without emitting an occurrence twice, in constant memory:
 //
-//   - the resourceVersion it reached (opaque: only handed back to the API
-//     server, never compared or parsed);
+//   - the resourceVersion it reached: every change the server ordered at or
+//     before it has been emitted (or, at a first start with initial: none,
+//     was there before the start);
 //   - the latest occurrence time it emitted (the watermark), and the
 //     versions of the objects whose latest occurrence is in the watermark's
 //     second;
@@ -20,18 +22,30 @@ import (
 //     fails half way goes on from there, after a restart too);
 //   - in memory only, the version it last emitted of the most recent objects.
 //
-// After a 410, an object is emitted when its version differs from the one
-// emitted, or, for an object not remembered, when its latest occurrence is
-// in or after the watermark's second (and it is not among those emitted in
-// that second). Events change only by new occurrences, which move their
-// latest time on. Seconds, not instants: core/v1 lastTimestamp is cut to
-// the second while eventTime and series times keep microseconds, so an
-// Event that occurred after a watermark of 12:00:00.5 can read 12:00:00.
+// After a 410, an object is emitted when the server changed it after the
+// checkpoint: its resourceVersion is greater than the checkpoint's. The API
+// server sets both (for etcd-backed storage, the etcd revision of the write
+// and of the list or watch position); they are integers ordered in the
+// order of the writes of one resource, which conformant clusters guarantee
+// and k8s.io/apimachinery's resourceversion.CompareResourceVersion reads.
+// The emitter's clock plays no part: client-go's tools/events writes a
+// series' later counts minutes after they occurred, with a lastObservedTime
+// older than Events written in between.
 //
-// A relist compares every page with the watermark from before it began and
-// moves the watermark only when the last page is in: a list comes in
-// namespace/name order, not in time order, so a watermark moved by page 1
-// would hide what changed on page 2 during the gap.
+// Where either version is not such an integer (a server that does not
+// guarantee comparable versions), the receiver falls back to time: an
+// object is emitted when its version differs from the one emitted, or, for
+// an object not remembered, when its latest occurrence is in or after the
+// watermark's second (and it is not among those emitted in that second).
+// Seconds, not instants: core/v1 lastTimestamp is cut to the second while
+// eventTime and series times keep microseconds, so an Event that occurred
+// after a watermark of 12:00:00.5 can read 12:00:00. That fallback misses an
+// occurrence written with a time before the watermark.
+//
+// A relist compares every page with the checkpoint from before it began and
+// moves it only when the last page is in: a list comes in namespace/name
+// order, not in time order, so a watermark moved by page 1 would hide what
+// changed on page 2 during the gap.
 type checkpoint struct {
 	ResourceVersion string `json:"resourceVersion"`
 	mark
@@ -138,6 +152,9 @@ func (r *checkpoint) emitAfterRelist(uid, rv string, latest time.Time, fresh boo
 	if fresh {
 		return true
 	}
+	if order, err := resourceversion.CompareResourceVersion(rv, r.ResourceVersion); err == nil {
+		return order > 0 // written after the point the watch had reached
+	}
 	if prev, ok := r.recent.Get(uid); ok {
 		return prev != rv
 	}
@@ -145,6 +162,14 @@ func (r *checkpoint) emitAfterRelist(uid, rv string, latest time.Time, fresh boo
 		return prev != rv
 	}
 	return !latest.Before(r.Watermark.Truncate(time.Second))
+}
+
+// startAt begins a watch with initial: none at the list's resourceVersion
+// rv, at now: what the server holds then is not to be emitted. The
+// watermark, now, serves only the time fallback (without it, a relist
+// there would emit every stored Event).
+func (r *checkpoint) startAt(rv string, now time.Time) {
+	r.ResourceVersion, r.Watermark = rv, now
 }
 
 // started reports whether there is anything to save: a place to watch

@@ -136,3 +136,35 @@ func TestResumeRelistProgressIsBounded(t *testing.T) {
 	assert.True(t, r.Watermark.Equal(t0.Add(time.Duration(maxRelistEmitted+99)*time.Millisecond)))
 	assert.LessOrEqual(t, len(r.AtWatermark), maxAtWatermark)
 }
+
+// Where the server's resourceVersions are integers, a relist judges an
+// object by its version against the checkpoint's, not by its time: an
+// Event written after the checkpoint with an older time is emitted, one
+// written before it with a later time is not. Elsewhere time decides.
+func TestResumeComparesResourceVersionsNotTimes(t *testing.T) {
+	r := newCheckpoint(1)
+	r.emitted("f", "100", t0)
+	r.ResourceVersion = "100"
+
+	assert.True(t, r.emitAfterRelist("e", "120", t0.Add(-time.Minute), false), "written after the checkpoint, an older time")
+	assert.False(t, r.emitAfterRelist("g", "99", t0.Add(time.Hour), false), "written before the checkpoint")
+	assert.False(t, r.emitAfterRelist("f", "100", t0, false), "the version emitted")
+
+	r.ResourceVersion = "opaque-100"
+	assert.False(t, r.emitAfterRelist("e", "120", t0.Add(-time.Minute), false), "not comparable: before the watermark")
+	assert.True(t, r.emitAfterRelist("g", "99", t0.Add(time.Hour), false), "not comparable: after the watermark")
+}
+
+// A first start with initial: none saves where the server was: a later
+// relist emits nothing that was there, by version, or by time where
+// versions are not comparable.
+func TestResumeStartAtSkipsWhatWasThere(t *testing.T) {
+	r := newCheckpoint(16)
+	r.startAt("50", t0)
+	assert.False(t, r.emitAfterRelist("old", "40", t0.Add(-time.Hour), false))
+	assert.True(t, r.emitAfterRelist("new", "60", t0.Add(-time.Hour), false), "written after the start")
+
+	r.startAt("opaque", t0)
+	assert.False(t, r.emitAfterRelist("old", "x", t0.Add(-time.Hour), false))
+	assert.True(t, r.emitAfterRelist("new", "y", t0.Add(time.Second), false))
+}

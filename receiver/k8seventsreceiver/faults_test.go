@@ -66,10 +66,12 @@ func (r *rig) compact(t *testing.T) {
 
 // refusing is a pipeline whose exporter is down for some Events: while on,
 // it refuses (not permanently) every batch holding a record of the Event
-// named name, and passes the others to sink.
+// named name, and passes the others to sink; with limit > 0, only the
+// first limit such batches.
 type refusing struct {
 	sink    *consumertest.LogsSink
 	name    string
+	limit   int64
 	on      atomic.Bool
 	refused atomic.Int64
 }
@@ -77,7 +79,7 @@ type refusing struct {
 func (c *refusing) Capabilities() consumer.Capabilities { return consumer.Capabilities{} }
 
 func (c *refusing) ConsumeLogs(ctx context.Context, ld plog.Logs) error {
-	if c.on.Load() && holdsEvent(ld, c.name) {
+	if c.on.Load() && holdsEvent(ld, c.name) && (c.limit == 0 || c.refused.Load() < c.limit) {
 		c.refused.Add(1)
 		return errors.New("exporter down (injected)")
 	}

@@ -180,7 +180,8 @@ func (w *watcher) relist(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		w.checkpoint.ResourceVersion, w.expired = rv, false
+		w.checkpoint.startAt(rv, w.clock())
+		w.expired = false
 		w.save(ctx)
 		return nil
 	}
