@@ -49,6 +49,7 @@ type eventSeriesProcessor struct {
 	pending    outbox        // decided, not yet taken by next
 	refusal    error         // next's answer to the last attempt, while the batch it refused waits
 	attempted  chan struct{} // closed (and replaced) after each attempt to hand on what waits
+	resends    resendMemory  // batches counted whose answer may not have reached their sender (resend.go)
 	reported   engine.Stats
 	enc        k8sevent.StateEncoder // of the records decided (output)
 	marks      []bool                // output.deferFrom's, reused
@@ -182,7 +183,9 @@ func (p *eventSeriesProcessor) undelivered(err error) error {
 // own context, and when that ends, or what waits is refused again, the
 // batch is refused, retryable and not counted, so the sender's retry
 // counts it exactly once. With the write-ahead log, the batch is then
-// written to it, and refused the same way if that fails. Once counted, the batch's
+// written to it, and refused the same way if that fails; a sender's resend
+// of a batch whose answer may have been lost is recognised there and
+// answered without counting it again (resend.go). Once counted, the batch's
 // records are this processor's: the goroutine hands them on (deliver.go),
 // and the caller is answered nil at once, before a blocked next consumer
 // could outlast the sender's deadline and make it send the batch again.
@@ -196,6 +199,9 @@ func (p *eventSeriesProcessor) ConsumeLogs(ctx context.Context, ld plog.Logs) er
 	if err != nil {
 		return fmt.Errorf("eventseries: batch not counted: %w", err)
 	}
+	if p.isResend(entry, wall) {
+		return nil
+	}
 	if err := p.logBatch(ctx, entry); err != nil {
 		return fmt.Errorf("eventseries: batch not counted: %w", err)
 	}
@@ -208,6 +214,9 @@ func (p *eventSeriesProcessor) ConsumeLogs(ctx context.Context, ld plog.Logs) er
 	p.mu.Unlock()
 	if decided {
 		p.wakeUp() // the goroutine hands the records on
+	}
+	if ctx.Err() != nil {
+		p.unanswered(entry, wall) // the sender gave up while the batch was counted: it will send it again
 	}
 	return nil
 }

@@ -2,6 +2,7 @@ package eventseriesprocessor // import "github.com/k8sevents/otel-k8sevents/proc
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -113,14 +114,15 @@ func (p *eventSeriesProcessor) logged(size int) {
 }
 
 // walTruncation is what a save writes with the snapshot it took under p.mu
-// (the caller holds it): the first entry the snapshot does not cover, and
-// the deletion of those it covers.
+// (the caller holds it): the first entry the snapshot does not cover, the
+// deletion of those it covers, and the batches remembered for their
+// senders' resends (resend.go).
 func (p *eventSeriesProcessor) walTruncation() (ops []*storage.Operation, covered uint64, bytes int64) {
 	w := &p.wal
+	ops = p.resendOps(p.clock().UnixNano())
 	if w.next == w.from {
-		return nil, w.next, w.bytes
+		return ops, w.next, w.bytes
 	}
-	ops = make([]*storage.Operation, 0, 1+w.next-w.from)
 	ops = append(ops, storage.SetOperation(walFromKey, binary.BigEndian.AppendUint64(nil, w.next)))
 	for n := w.from; n < w.next; n++ {
 		ops = append(ops, storage.DeleteOperation(walKey(n)))
@@ -144,6 +146,8 @@ func (p *eventSeriesProcessor) replayLog(ctx context.Context, from []byte) error
 		p.wal.from = binary.BigEndian.Uint64(from)
 	}
 	p.wal.next = p.wal.from
+	p.restoreResends(ctx)
+	now := p.clock().UnixNano()
 	var records int
 	for {
 		get := storage.GetOperation(walKey(p.wal.next))
@@ -161,6 +165,9 @@ func (p *eventSeriesProcessor) replayLog(ctx context.Context, from []byte) error
 			p.stateError(ctx, "restore")
 			continue
 		}
+		// The collector died after logging the batch, maybe before its
+		// sender had the answer: it may come again.
+		p.resends.add(sha256.Sum256(get.Value[walClockBytes:]), wall+int64(resendWindow), now)
 		records += ld.LogRecordCount()
 		out := p.observe(ctx, ld, wall)
 		p.hold(&out)
