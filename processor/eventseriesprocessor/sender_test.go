@@ -19,17 +19,24 @@ import (
 )
 
 // clientDeadline is a sender's deadline per attempt: long enough for any
-// answer that does not wait for the next consumer, even on a loaded machine.
-const clientDeadline = 2 * time.Second
+// answer that does not wait for the next consumer, even on a loaded
+// machine; clientBackoff its pause before it sends again (an OTLP
+// exporter's is seconds: shortened, it only makes the tests quicker).
+const (
+	clientDeadline = 2 * time.Second
+	clientBackoff  = 10 * time.Millisecond
+)
 
 // outage is a next consumer that blocks, as an exporter's full queue does
 // (block_on_overflow) while the API server is down: from call from on, a
 // call waits for the outage to end, or for its context (then it answers
-// the context's error, as that queue does). It ends after senders saw
-// endAfter failures while it lasted, or when the test ends it.
+// the context's error, as that queue does); or, with refuse, that refuses.
+// It ends after senders saw endAfter failures while it lasted, or when the
+// test ends it.
 type outage struct {
 	mu       sync.Mutex
-	from     int // the first call in the outage, numbered from 1
+	refuse   bool // calls in the outage are refused at once (a persistent queue that cannot write), not held
+	from     int  // the first call in the outage, numbered from 1
 	calls    int
 	endAfter int
 	failures int
@@ -50,8 +57,11 @@ func (o *outage) wait(ctx context.Context) error {
 		close(o.began)
 	}
 	o.mu.Unlock()
-	if !in {
+	switch {
+	case !in:
 		return nil
+	case o.refuse:
+		return errDiskFull
 	}
 	select {
 	case <-o.ended:
@@ -73,14 +83,20 @@ func (o *outage) senderFailed() {
 	}
 }
 
-// end ends the outage once it began.
-func (o *outage) end(t testing.TB) {
+// awaitBegan waits until a call waits in the outage.
+func (o *outage) awaitBegan(t testing.TB) {
 	t.Helper()
 	select {
 	case <-o.began:
 	case <-time.After(30 * time.Second): // generous: the call is made at once
 		t.Fatal("the outage never began")
 	}
+}
+
+// end ends the outage once it began.
+func (o *outage) end(t testing.TB) {
+	t.Helper()
+	o.awaitBegan(t)
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if !closed(o.ended) {
@@ -114,13 +130,14 @@ func (s *outageSink) ConsumeLogs(ctx context.Context, ld plog.Logs) error {
 
 // sendAsClient sends ld as an OTLP client does: each attempt has a
 // deadline, an answer that comes after it is never seen (the client got
-// DeadlineExceeded), and the client sends the same payload again, decoded
-// afresh as a receiver does. failed is called after each failed attempt.
+// DeadlineExceeded), and the client sends the same payload again after a
+// pause, decoded afresh as a receiver does. failed is called after each
+// failed attempt.
 func sendAsClient(t *testing.T, p *eventSeriesProcessor, ld plog.Logs, failed func()) {
 	t.Helper()
 	payload, err := (&plog.ProtoMarshaler{}).MarshalLogs(ld)
 	require.NoError(t, err)
-	for attempt := range 10 {
+	for giveUp := time.Now().Add(time.Minute); time.Now().Before(giveUp); time.Sleep(clientBackoff) {
 		req, err := (&plog.ProtoUnmarshaler{}).UnmarshalLogs(payload)
 		require.NoError(t, err)
 		ctx, cancel := context.WithTimeout(context.Background(), clientDeadline)
@@ -130,7 +147,7 @@ func sendAsClient(t *testing.T, p *eventSeriesProcessor, ld plog.Logs, failed fu
 		if err == nil && !late {
 			return
 		}
-		require.False(t, consumererror.IsPermanent(err), "attempt %d: a refusal is retryable: %v", attempt, err)
+		require.False(t, consumererror.IsPermanent(err), "a refusal is retryable: %v", err)
 		failed()
 	}
 	t.Fatal("the batch was never taken")
