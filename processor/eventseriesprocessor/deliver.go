@@ -136,10 +136,12 @@ func (p *eventSeriesProcessor) admit(ctx context.Context) error {
 			return fmt.Errorf("eventseries: batch not counted, earlier records are still being decided: %w", err)
 		}
 		p.mu.Lock()
-		waiting, refusal, attempt := p.pending.records, p.refusal, p.attempted
+		running, waiting, refusal, attempt := p.running, p.pending.records, p.refusal, p.attempted
 		p.mu.Unlock()
 		var err error
 		switch {
+		case !running:
+			err = errors.New("eventseries: batch not counted, the processor was not started")
 		case p.stopping():
 			err = errors.New("eventseries: batch not counted, the processor is shutting down")
 		case waiting == 0 && ctx.Err() == nil:

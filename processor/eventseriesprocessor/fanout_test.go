@@ -36,6 +36,13 @@ type fanout struct {
 
 func (f *fanout) base() *consumertest.LogsSink { return &f.file }
 
+// fanoutOver is a fanout whose first consumer is first.
+func fanoutOver(first consumer.Logs) *fanout {
+	f := &fanout{}
+	f.build(first)
+	return f
+}
+
 func (f *fanout) build(first consumer.Logs) {
 	f.Logs = connector.NewLogsRouter(map[pipeline.ID]consumer.Logs{
 		pipeline.NewIDWithName(pipeline.SignalLogs, "first"): counted{Logs: first, refusals: &f.refusals},
@@ -104,9 +111,7 @@ func TestExactFanoutConsumersGetEachRecordOnce(t *testing.T) {
 				o := newOutage(from, failures)
 				f, stopExporter := queuedFanout(t, o)
 				h := newHarnessWith(t, eventTime, time.Now, f)
-				for _, ld := range faultScript() {
-					sendAsClient(t, h.p, ld, o.senderFailed)
-				}
+				sendScript(t, h.p, o)
 				stopped := make(chan error, 1)
 				go func() { stopped <- h.p.Shutdown(context.Background()) }()
 				o.end(t)
@@ -132,12 +137,9 @@ func TestExactFanoutConsumersGetEachRecordOnce(t *testing.T) {
 func TestExactFanoutShutdownLetsTheDeliveryFinish(t *testing.T) {
 	o := newOutage(5, 1) // call 5: c's singleton, c's only record
 	blocking := &outageSink{outage: o}
-	f := &fanout{}
-	f.build(blocking)
+	f := fanoutOver(blocking)
 	h := newHarnessWith(t, eventTime, time.Now, f)
-	for _, ld := range faultScript() {
-		sendAsClient(t, h.p, ld, o.senderFailed)
-	}
+	sendScript(t, h.p, o)
 	o.awaitBegan(t) // the goroutine's delivery of c's record blocks
 	stopped := make(chan error, 1)
 	go func() { stopped <- h.p.Shutdown(context.Background()) }()
@@ -163,12 +165,9 @@ func TestFanoutRefusalBound(t *testing.T) {
 				o := newOutage(from, failures)
 				o.refuse = true
 				refusing := &outageSink{outage: o}
-				f := &fanout{}
-				f.build(refusing)
+				f := fanoutOver(refusing)
 				h := newHarnessWith(t, eventTime, time.Now, f)
-				for _, ld := range faultScript() {
-					sendAsClient(t, h.p, ld, o.senderFailed)
-				}
+				sendScript(t, h.p, o)
 				o.end(t)
 				settle(t, h.p)
 				h.shutdown()

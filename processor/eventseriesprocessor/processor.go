@@ -44,6 +44,7 @@ type eventSeriesProcessor struct {
 	turn chan struct{}
 
 	mu         sync.Mutex // guards everything below
+	running    bool       // Start launched the goroutine that delivers
 	engine     *engine.Engine
 	watermark  int64
 	pending    outbox        // decided, not yet taken by next
@@ -116,6 +117,9 @@ func (p *eventSeriesProcessor) Start(ctx context.Context, host component.Host) e
 	}
 	p.wg.Add(1)
 	go p.run()
+	p.mu.Lock()
+	p.running = true
+	p.mu.Unlock()
 	if p.store != nil {
 		p.wg.Add(1)
 		go p.runSaves()

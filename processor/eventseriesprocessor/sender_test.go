@@ -153,6 +153,15 @@ func sendAsClient(t *testing.T, p *eventSeriesProcessor, ld plog.Logs, failed fu
 	t.Fatal("the batch was never taken")
 }
 
+// sendScript sends faultScript from senders that behave as OTLP clients,
+// whose failures may end the outage o.
+func sendScript(t *testing.T, p *eventSeriesProcessor, o *outage) {
+	t.Helper()
+	for _, ld := range faultScript() {
+		sendAsClient(t, p, ld, o.senderFailed)
+	}
+}
+
 // TestExactSenderDeadlineWhileDownstreamBlocks: the next consumer blocks
 // (a full exporter queue, block_on_overflow) from each of its calls in
 // turn, the last record of a series among them (A's finished, the flush of
@@ -169,9 +178,7 @@ func TestExactSenderDeadlineWhileDownstreamBlocks(t *testing.T) {
 				o := newOutage(from, failures)
 				sink := &outageSink{outage: o}
 				h := newHarnessWith(t, eventTime, time.Now, sink)
-				for _, ld := range faultScript() {
-					sendAsClient(t, h.p, ld, o.senderFailed)
-				}
+				sendScript(t, h.p, o)
 				stopped := make(chan error, 1)
 				go func() { stopped <- h.p.Shutdown(context.Background()) }()
 				o.end(t) // the outage happened, and ends if the senders did not end it
