@@ -149,7 +149,9 @@ func (p *eventSeriesProcessor) admit(ctx context.Context) error {
 		case waiting == 0:
 			err = fmt.Errorf("eventseries: batch not counted: %w", ctx.Err())
 		case refusal != nil && retried:
-			err = fmt.Errorf("eventseries: batch not counted, %d earlier records wait for the next consumer: %w", waiting, refusal)
+			// %v: the refusal may hold a consumer's permanent verdict on the
+			// earlier records, which the sender must not take for its batch's.
+			err = fmt.Errorf("eventseries: batch not counted, %d earlier records wait for the next consumer: %v", waiting, refusal)
 		}
 		p.endTurn()
 		if err != nil {
@@ -195,7 +197,8 @@ func (p *eventSeriesProcessor) hold(out *output) {
 // deliver hands the waiting records to the next consumer, oldest first,
 // until none is left or it refuses one (that error is returned; the
 // records stay first in line). A permanent refusal drops the batch: it
-// would be refused forever and hold up everything behind it. Only the
+// would be refused forever and hold up everything behind it; a fanout's
+// only when every consumer's is. Only the
 // goroutine (run) delivers, and Shutdown once it stopped: the batches
 // leave in the order decided. Each attempt wakes the callers waiting in
 // admit.
@@ -209,7 +212,7 @@ func (p *eventSeriesProcessor) deliver(ctx context.Context) error {
 		}
 		n := ld.LogRecordCount()
 		err := p.next.ConsumeLogs(ctx, ld)
-		permanent := err != nil && consumererror.IsPermanent(err)
+		permanent := err != nil && refusedForGood(err)
 		p.mu.Lock()
 		p.refusal = nil
 		if err == nil || permanent {
@@ -236,6 +239,24 @@ func (p *eventSeriesProcessor) deliver(ctx context.Context) error {
 			return err
 		}
 	}
+}
+
+// refusedForGood reports whether err refuses a batch for good: a
+// permanent error and, when it joins the answers of several consumers (a
+// fanout behind the processor), every one of them permanent. One
+// consumer's verdict on the data must not drop the batch for another that
+// asked for a retry.
+func refusedForGood(err error) bool {
+	if joined, ok := err.(interface{ Unwrap() []error }); ok {
+		errs := joined.Unwrap()
+		for _, e := range errs {
+			if !refusedForGood(e) {
+				return false
+			}
+		}
+		return len(errs) > 0
+	}
+	return consumererror.IsPermanent(err)
 }
 
 func (p *eventSeriesProcessor) refused(n int, outcome string) {

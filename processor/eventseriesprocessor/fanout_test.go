@@ -2,6 +2,7 @@ package eventseriesprocessor
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -15,6 +16,7 @@ import (
 	"go.opentelemetry.io/collector/config/configoptional"
 	"go.opentelemetry.io/collector/connector"
 	"go.opentelemetry.io/collector/consumer"
+	"go.opentelemetry.io/collector/consumer/consumererror"
 	"go.opentelemetry.io/collector/consumer/consumertest"
 	"go.opentelemetry.io/collector/exporter/exporterhelper"
 	"go.opentelemetry.io/collector/exporter/exportertest"
@@ -151,6 +153,46 @@ func TestExactFanoutShutdownLetsTheDeliveryFinish(t *testing.T) {
 	want.requireExact(t, faultScriptOccurrences)
 	assert.Equal(t, want.counts, collect(t, &f.file).counts, "file gets each record once")
 	assert.Equal(t, want.counts, collect(t, &f.sum).counts, "sum gets each record once")
+}
+
+// TestExactFanoutPermanentRefusalOfOneConsumer: behind the processor, a
+// fanout of a consumer that refuses everything for good (bad data for it),
+// one that refuses once or for a while from each call in turn (the last
+// record of a series among them), and a file. The fanout joins their
+// answers; the batch is not dropped for the consumer that asked for a
+// retry: it gets every record, exactly.
+func TestExactFanoutPermanentRefusalOfOneConsumer(t *testing.T) {
+	for _, refuseFor := range []int{1, 3} {
+		for from := 1; from <= 5; from++ {
+			t.Run(fmt.Sprintf("from call %d for %d", from, refuseFor), func(t *testing.T) {
+				rejecting := &faultSink{refuse: -1, err: consumererror.NewPermanent(errors.New("bad data"))}
+				retrying := &faultSink{plan: func(call int) bool { return call >= from && call < from+refuseFor }}
+				f := &fanout{}
+				f.Logs = connector.NewLogsRouter(map[pipeline.ID]consumer.Logs{
+					pipeline.NewIDWithName(pipeline.SignalLogs, "rejecting"): rejecting,
+					pipeline.NewIDWithName(pipeline.SignalLogs, "retrying"):  retrying,
+					pipeline.NewIDWithName(pipeline.SignalLogs, "file"):      &f.file,
+				})
+				h := newHarnessWith(t, eventTime, time.Now, f)
+				h.p.mu.Lock()
+				h.p.retryMin, h.p.retryMax, h.p.backoff = time.Millisecond, 10*time.Millisecond, time.Millisecond
+				h.p.mu.Unlock()
+				for _, ld := range faultScript() {
+					require.True(t, send(t, h.p, ld, 5))
+				}
+				require.Eventually(t, func() bool {
+					h.p.mu.Lock()
+					defer h.p.mu.Unlock()
+					return h.p.pending.records == 0
+				}, 30*time.Second, time.Millisecond, "the retrying consumer takes what it refused")
+				h.shutdown()
+
+				require.Equal(t, refuseFor, retrying.refusedCalls(), "the fault happened")
+				collect(t, retrying).requireExact(t, faultScriptOccurrences)
+				assert.Zero(t, rejecting.LogRecordCount())
+			})
+		}
+	}
 }
 
 // TestFanoutRefusalBound: the README's bound for a consumer that refuses
