@@ -18,12 +18,15 @@ import (
 	"github.com/k8sevents/otel-k8sevents/processor/eventseriesprocessor/internal/metadatatest"
 )
 
-// clientDeadline is a sender's deadline per attempt: long enough for any
-// answer that does not wait for the next consumer, even on a loaded
-// machine; clientBackoff its pause before it sends again (an OTLP
-// exporter's is seconds: shortened, it only makes the tests quicker).
+// clientDeadline is a sender's deadline per attempt: far longer than an
+// answer takes that does not wait for the next consumer (microseconds of
+// counting), even on a loaded machine under the race detector. A batch
+// that waits for the next consumer is refused uncounted when it ends,
+// whenever that is. clientBackoff is the sender's pause before it sends
+// again (an OTLP exporter's is seconds: shortened, it only makes the tests
+// quicker).
 const (
-	clientDeadline = 2 * time.Second
+	clientDeadline = 3 * time.Second
 	clientBackoff  = 10 * time.Millisecond
 )
 
