@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"go.opentelemetry.io/collector/component/componenttest"
 	"go.opentelemetry.io/collector/consumer"
 	"go.opentelemetry.io/collector/consumer/consumertest"
 	"go.opentelemetry.io/collector/pdata/pcommon"
@@ -200,6 +201,9 @@ func benchProcessor(b *testing.B, mode string, batches []*benchBatch, f feed) {
 	if err != nil {
 		b.Fatal(err)
 	}
+	if err := p.Start(context.Background(), componenttest.NewNopHost()); err != nil {
+		b.Fatal(err)
+	}
 	benchConsumer(b, p, batches, f)
 	_ = p.Shutdown(context.Background())
 }
@@ -342,6 +346,9 @@ func BenchmarkRetainedHeapPerSeries(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
+				if err := p.Start(context.Background(), componenttest.NewNopHost()); err != nil {
+					b.Fatal(err)
+				}
 				for round := range 2 {
 					for _, bb := range batches {
 						bb.round(round, false)
@@ -357,8 +364,8 @@ func BenchmarkRetainedHeapPerSeries(b *testing.B) {
 					b.Fatalf("%d open series, want %d", p.engine.Len(), series)
 				}
 				b.ReportMetric(float64(after-before)/series, "B/series")
-				runtime.KeepAlive(p)
 				runtime.KeepAlive(batches)
+				_ = p.Shutdown(context.Background())
 			}
 		})
 	}

@@ -17,11 +17,17 @@ import (
 // Delivery. The engine marks a record emitted when it decides it, so a
 // record the next consumer refuses must still go out: with no later record
 // of its event, its count would be lost. Decided records wait in the outbox
-// until the next consumer takes them, oldest first, and while the oldest is
-// refused nothing new is decided: input is refused before it is counted (a
-// sender's retry is then exact) and the deadlines wait. So the outbox holds
-// at most what one batch and one round of timers decided, plus the shutdown
-// flush. The state saves include it.
+// until the next consumer takes them, oldest first. One goroutine hands
+// them on (run), on the processor's own context: never a caller's, whose
+// deadline would turn a blocking consumer (a full exporter queue) into a
+// refusal after the batch was counted, and a fanout's other consumers into
+// a second copy at the retry. New input is counted only once the outbox is
+// empty (admit): the caller waits for that on its own context and, if the
+// context ends or the oldest batch is refused, is refused before counting,
+// so its retry is exact; once counted, the batch is the processor's and the
+// caller is answered at once. The deadlines wait while records do. So the
+// outbox holds at most what one batch and one round of timers decided,
+// plus the shutdown flush. The state saves include it.
 
 // Retries of refused records, from the timer goroutine.
 const (
@@ -104,9 +110,9 @@ func unmarshalOutbox(b []byte) (outbox, error) {
 	return o, nil
 }
 
-// takeTurn waits for the right to decide records and hand them to the next
-// consumer. One holder at a time keeps the output in the order decided
-// without holding p.mu across a call to the next consumer.
+// takeTurn waits for the right to decide records: one holder at a time
+// numbers the log entries and places what it decides in the outbox in the
+// order decided. It is never held across a call to the next consumer.
 func (p *eventSeriesProcessor) takeTurn(ctx context.Context) error {
 	select {
 	case p.turn <- struct{}{}:
@@ -117,6 +123,62 @@ func (p *eventSeriesProcessor) takeTurn(ctx context.Context) error {
 }
 
 func (p *eventSeriesProcessor) endTurn() { <-p.turn }
+
+// admit waits, on the caller's context, until the outbox is empty, and
+// returns holding the turn. It refuses (nothing counted) when ctx ends
+// first, at shutdown, or when the oldest waiting batch is refused again by
+// the delivery attempt this caller asked for: one attempt per call, as a
+// sender's retry hands on what waits before its own batch goes in.
+func (p *eventSeriesProcessor) admit(ctx context.Context) error {
+	retried := false
+	for {
+		if err := p.takeTurn(ctx); err != nil {
+			return fmt.Errorf("eventseries: batch not counted, earlier records are still being decided: %w", err)
+		}
+		p.mu.Lock()
+		running, waiting, refusal, attempt := p.running, p.pending.records, p.refusal, p.attempted
+		p.mu.Unlock()
+		var err error
+		switch {
+		case !running:
+			err = errors.New("eventseries: batch not counted, the processor was not started")
+		case p.stopping():
+			err = errors.New("eventseries: batch not counted, the processor is shutting down")
+		case waiting == 0 && ctx.Err() == nil:
+			return nil
+		case waiting == 0:
+			err = fmt.Errorf("eventseries: batch not counted: %w", ctx.Err())
+		case refusal != nil && retried:
+			// %v: the refusal may hold a consumer's permanent verdict on the
+			// earlier records, which the sender must not take for its batch's.
+			err = fmt.Errorf("eventseries: batch not counted, %d earlier records wait for the next consumer: %v", waiting, refusal)
+		}
+		p.endTurn()
+		if err != nil {
+			return err
+		}
+		if refusal != nil {
+			p.wakeUp() // the goroutine sends what waits again now, not at its backoff
+			retried = true
+		}
+		select {
+		case <-attempt:
+		case <-p.done:
+		case <-ctx.Done():
+			return fmt.Errorf("eventseries: batch not counted, %d earlier records wait for the next consumer: %w", waiting, ctx.Err())
+		}
+	}
+}
+
+// stopping reports whether Shutdown began.
+func (p *eventSeriesProcessor) stopping() bool {
+	select {
+	case <-p.done:
+		return true
+	default:
+		return false
+	}
+}
 
 // hold queues what was decided behind what waits; the caller holds p.mu
 // (the decision and its place in the outbox are saved together) and the turn.
@@ -135,8 +197,11 @@ func (p *eventSeriesProcessor) hold(out *output) {
 // deliver hands the waiting records to the next consumer, oldest first,
 // until none is left or it refuses one (that error is returned; the
 // records stay first in line). A permanent refusal drops the batch: it
-// would be refused forever and hold up everything behind it. The caller
-// holds the turn.
+// would be refused forever and hold up everything behind it; a fanout's
+// only when every consumer's is. Only the
+// goroutine (run) delivers, and Shutdown once it stopped: the batches
+// leave in the order decided. Each attempt wakes the callers waiting in
+// admit.
 func (p *eventSeriesProcessor) deliver(ctx context.Context) error {
 	for {
 		p.mu.Lock()
@@ -147,12 +212,17 @@ func (p *eventSeriesProcessor) deliver(ctx context.Context) error {
 		}
 		n := ld.LogRecordCount()
 		err := p.next.ConsumeLogs(ctx, ld)
-		permanent := err != nil && consumererror.IsPermanent(err)
+		permanent := err != nil && refusedForGood(err)
 		p.mu.Lock()
+		p.refusal = nil
 		if err == nil || permanent {
 			p.pending.pop(n)
 			p.dirty, p.backoff = true, p.retryMin
+		} else {
+			p.refusal = err
 		}
+		close(p.attempted)
+		p.attempted = make(chan struct{})
 		waiting := p.pending.records
 		p.mu.Unlock()
 		p.telemetry.ProcessorEventseriesPendingRecords.Record(context.Background(), int64(waiting))
@@ -171,26 +241,44 @@ func (p *eventSeriesProcessor) deliver(ctx context.Context) error {
 	}
 }
 
+// refusedForGood reports whether err refuses a batch for good: a
+// permanent error and, when it joins the answers of several consumers (a
+// fanout behind the processor), every one of them permanent. One
+// consumer's verdict on the data must not drop the batch for another that
+// asked for a retry.
+func refusedForGood(err error) bool {
+	if joined, ok := err.(interface{ Unwrap() []error }); ok {
+		errs := joined.Unwrap()
+		for _, e := range errs {
+			if !refusedForGood(e) {
+				return false
+			}
+		}
+		return len(errs) > 0
+	}
+	return consumererror.IsPermanent(err)
+}
+
 func (p *eventSeriesProcessor) refused(n int, outcome string) {
 	p.telemetry.ProcessorEventseriesRefusedRecords.Add(context.Background(), int64(n),
 		metric.WithAttributes(attribute.String("outcome", outcome)))
 }
 
-// run is the processor's goroutine: it sends again what the next consumer
-// refused, with backoff, and in processing time fires the engine's deadlines.
+// run is the processor's goroutine: it hands on what was decided as soon
+// as it is woken, sends again what the next consumer refused, with
+// backoff, and in processing time fires the engine's deadlines.
 func (p *eventSeriesProcessor) run() {
 	defer p.wg.Done()
 	timer := time.NewTimer(p.nextWait(false))
 	defer timer.Stop()
 	for {
-		failed := false
 		select {
 		case <-p.done:
 			return
 		case <-p.wake:
 		case <-timer.C:
-			failed = !p.tick()
 		}
+		failed := !p.tick()
 		timer.Reset(p.nextWait(failed))
 	}
 }
@@ -199,15 +287,14 @@ func (p *eventSeriesProcessor) run() {
 // time) and delivers their records. It reports false when the next
 // consumer refused.
 func (p *eventSeriesProcessor) tick() bool {
-	if p.takeTurn(p.runCtx) != nil {
-		return true // shutting down
-	}
-	defer p.endTurn()
 	if p.deliver(p.runCtx) != nil {
 		return false
 	}
-	if p.eventTime {
+	if !p.due() {
 		return true
+	}
+	if p.takeTurn(p.runCtx) != nil {
+		return true // shutting down
 	}
 	p.mu.Lock()
 	p.timerAt, p.dirty = 0, true
@@ -215,7 +302,20 @@ func (p *eventSeriesProcessor) tick() bool {
 	p.hold(&out)
 	p.report(context.Background(), &problemCounts{})
 	p.mu.Unlock()
+	p.endTurn()
 	return p.deliver(p.runCtx) == nil
+}
+
+// due reports whether a deadline has come, in processing time (in event
+// time the records' timestamps fire them, in observe).
+func (p *eventSeriesProcessor) due() bool {
+	if p.eventTime {
+		return false
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	d, ok := p.engine.NextDeadline()
+	return ok && d <= p.now(0)
 }
 
 // nextWait is how long the goroutine sleeps: the retry backoff while
@@ -238,10 +338,29 @@ func (p *eventSeriesProcessor) nextWait(failed bool) time.Duration {
 	return time.Hour
 }
 
-// wakeUp makes the goroutine compute its wait again.
+// wakeUp makes the goroutine deliver what waits and compute its wait again.
 func (p *eventSeriesProcessor) wakeUp() {
 	select {
 	case p.wake <- struct{}{}:
 	default:
 	}
+}
+
+// stopRun stops the goroutines at shutdown. A delivery in flight (a
+// blocking next consumer) is waited for until ctx ends, not cut short: cut,
+// a fanout behind the processor would have handed the batch to some of its
+// consumers already, and they would get it again when it is sent again.
+func (p *eventSeriesProcessor) stopRun(ctx context.Context) {
+	stopped := make(chan struct{})
+	go func() {
+		p.wg.Wait()
+		close(stopped)
+	}()
+	select {
+	case <-stopped:
+	case <-ctx.Done():
+		p.cancelRun()
+		<-stopped
+	}
+	p.cancelRun()
 }

@@ -148,6 +148,8 @@ func TestFaultRefusedSingletonThenShutdown(t *testing.T) {
 	ev.Time = t0
 	require.NoError(t, h.p.ConsumeLogs(context.Background(), logsOf(ev)),
 		"counted and kept: a retry would count it twice")
+	settle(t, h.p)
+	require.Equal(t, 1, sink.refusedCalls())
 	h.shutdown()
 	collect(t, sink).requireExact(t, 1)
 }

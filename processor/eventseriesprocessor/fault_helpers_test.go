@@ -5,6 +5,7 @@ import (
 	"errors"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/consumer"
@@ -102,6 +103,27 @@ func (s *faultSink) refusedCalls() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.refused
+}
+
+// settle waits until the records decided so far were handed to the next
+// consumer, taken or refused: ConsumeLogs answers once its batch is
+// counted, and the processor's goroutine hands the records on.
+func settle(t testing.TB, p *eventSeriesProcessor) {
+	t.Helper()
+	for {
+		p.mu.Lock()
+		done := p.pending.records == 0 || p.refusal != nil
+		attempt := p.attempted
+		p.mu.Unlock()
+		if done {
+			return
+		}
+		select {
+		case <-attempt:
+		case <-time.After(30 * time.Second): // generous: an attempt follows each batch at once
+			t.Fatal("decided records were not handed on")
+		}
+	}
 }
 
 // delivered is what the next consumer took, per Event object in order.

@@ -439,6 +439,7 @@ func (c *fuzzCase) run(t *testing.T) []string {
 		in := plog.NewLogs()
 		ld.CopyTo(in)
 		require.NoError(t, h.p.ConsumeLogs(context.Background(), in))
+		settle(t, h.p)
 	}
 	require.NoError(t, h.p.Shutdown(context.Background()))
 

@@ -55,6 +55,7 @@ func eventTime(cfg *Config) { cfg.TimeSource = timeEvent }
 func (h *harness) consume(ld plog.Logs) {
 	h.t.Helper()
 	require.NoError(h.t, h.p.ConsumeLogs(context.Background(), ld))
+	settle(h.t, h.p)
 }
 
 func (h *harness) shutdown() {

@@ -95,6 +95,7 @@ func unrefusedRun(t *testing.T, script []plog.Logs) *run {
 	require.NoError(t, ref.p.Start(context.Background(), h))
 	for _, ld := range script {
 		require.NoError(t, ref.p.ConsumeLogs(context.Background(), ld))
+		settle(t, ref.p)
 	}
 	require.NoError(t, ref.p.Shutdown(context.Background()))
 	return ref

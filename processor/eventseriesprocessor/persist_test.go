@@ -96,6 +96,7 @@ func (r *run) feed(t *testing.T, ev k8sevent.Event, at time.Time, counts ...int6
 	for i, c := range counts {
 		ev.Count, ev.Time = c, at.Add(time.Duration(i)*time.Second)
 		require.NoError(t, r.p.ConsumeLogs(context.Background(), contribRecord(ev)))
+		settle(t, r.p)
 	}
 }
 

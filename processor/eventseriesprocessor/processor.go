@@ -37,15 +37,20 @@ type eventSeriesProcessor struct {
 	eventTime bool
 	maxLead   int64 // event time: how far past the processing clock one record may move the watermark
 
-	// turn is held by whoever decides records and hands them to next: the
-	// output leaves in the order decided, and p.mu is never held across a
-	// call to next, so a blocked next holds up neither saves nor metrics.
+	// turn is held by whoever decides records (deliver.go): entries are
+	// logged and the output placed in the outbox in the order decided.
+	// Neither it nor p.mu is held across a call to next, so a blocked next
+	// holds up neither input waiting for its turn, saves nor metrics.
 	turn chan struct{}
 
 	mu         sync.Mutex // guards everything below
+	running    bool       // Start launched the goroutine that delivers
 	engine     *engine.Engine
 	watermark  int64
-	pending    outbox // decided, not yet taken by next
+	pending    outbox        // decided, not yet taken by next
+	refusal    error         // next's answer to the last attempt, while the batch it refused waits
+	attempted  chan struct{} // closed (and replaced) after each attempt to hand on what waits
+	resends    resendMemory  // batches counted whose answer may not have reached their sender (resend.go)
 	reported   engine.Stats
 	enc        k8sevent.StateEncoder // of the records decided (output)
 	marks      []bool                // output.deferFrom's, reused
@@ -84,6 +89,7 @@ func newProcessor(set processor.Settings, cfg *Config, next consumer.Logs, clock
 		eventTime:  cfg.TimeSource == timeEvent,
 		maxLead:    int64(cfg.EventTimeMaxLead),
 		turn:       make(chan struct{}, 1),
+		attempted:  make(chan struct{}),
 		saveEvery:  saveInterval,
 		retryMin:   retryMin,
 		retryMax:   retryMax,
@@ -111,6 +117,9 @@ func (p *eventSeriesProcessor) Start(ctx context.Context, host component.Host) e
 	}
 	p.wg.Add(1)
 	go p.run()
+	p.mu.Lock()
+	p.running = true
+	p.mu.Unlock()
 	if p.store != nil {
 		p.wg.Add(1)
 		go p.runSaves()
@@ -118,12 +127,13 @@ func (p *eventSeriesProcessor) Start(ctx context.Context, host component.Host) e
 	return nil
 }
 
-// Shutdown stops the goroutines, emits the state of every open series,
-// hands what waits to the next consumer and saves the state. The flush
-// keeps the caches, so a restored series goes on under its name and its
-// next record updates the object the flush wrote. With storage the state,
-// what waits included, is saved before the last delivery too: a collector
-// killed while the next consumer blocks loses nothing.
+// Shutdown stops the goroutines, letting a delivery in flight finish
+// (until ctx ends), emits the state of every open series, hands what waits
+// to the next consumer and saves the state. The flush keeps the caches, so
+// a restored series goes on under its name and its next record updates
+// the object the flush wrote. With storage the state, what waits included,
+// is saved before the last delivery too: a collector killed while the next
+// consumer blocks loses nothing.
 func (p *eventSeriesProcessor) Shutdown(ctx context.Context) error {
 	select {
 	case <-p.done:
@@ -131,12 +141,11 @@ func (p *eventSeriesProcessor) Shutdown(ctx context.Context) error {
 	default:
 		close(p.done)
 	}
-	p.cancelRun()
-	p.wg.Wait()
+	p.stopRun(ctx)
 	defer p.telemetry.Shutdown()
 	var errs []error
 	if err := p.takeTurn(ctx); err != nil {
-		errs = append(errs, fmt.Errorf("eventseries: no shutdown flush, a delivery is still running: %w", err))
+		errs = append(errs, fmt.Errorf("eventseries: no shutdown flush, a batch is still being counted: %w", err))
 	} else {
 		p.mu.Lock()
 		out := p.timerRecords(p.engine.Flush(p.now(0)))
@@ -173,38 +182,45 @@ func (p *eventSeriesProcessor) undelivered(err error) error {
 	return fmt.Errorf("eventseries: %d records lost at shutdown (no storage), the next consumer refused them: %w", n, err)
 }
 
-// ConsumeLogs first hands the next consumer what waits. While that is
-// refused, the batch is refused, retryable and not counted, so the
-// sender's retry counts it exactly once. With the write-ahead log, the
-// batch is then written to it, and refused the same way if that fails.
-// Once counted, the batch's records are this processor's: refused, they
-// wait (first in line, saved with the state) and nil is returned, as a
-// retry would count them twice.
+// ConsumeLogs counts the batch once the records decided before it are
+// taken by the next consumer (admit): until then the caller waits, on its
+// own context, and when that ends, or what waits is refused again, the
+// batch is refused, retryable and not counted, so the sender's retry
+// counts it exactly once. With the write-ahead log, the batch is then
+// written to it, and refused the same way if that fails; a sender's resend
+// of a batch whose answer may have been lost is recognised there and
+// answered without counting it again (resend.go). Once counted, the batch's
+// records are this processor's: the goroutine hands them on (deliver.go),
+// and the caller is answered nil at once, before a blocked next consumer
+// could outlast the sender's deadline and make it send the batch again.
 func (p *eventSeriesProcessor) ConsumeLogs(ctx context.Context, ld plog.Logs) error {
-	if err := p.takeTurn(ctx); err != nil {
-		return fmt.Errorf("eventseries: batch not counted, earlier records are still being delivered: %w", err)
+	if err := p.admit(ctx); err != nil {
+		return err
 	}
 	defer p.endTurn()
-	if err := p.deliver(ctx); err != nil {
-		p.mu.Lock()
-		n := p.pending.records
-		p.mu.Unlock()
-		p.wakeUp()
-		return fmt.Errorf("eventseries: batch not counted, %d earlier records wait for the next consumer: %w", n, err)
-	}
 	wall := p.clock().UnixNano() // in processing time, what the batch is counted at, and replayed at
-	size, err := p.logBatch(ctx, ld, wall)
+	entry, err := p.walEntryOf(ld, wall)
 	if err != nil {
 		return fmt.Errorf("eventseries: batch not counted: %w", err)
 	}
+	if p.isResend(entry, wall) {
+		return nil
+	}
+	if err := p.logBatch(ctx, entry); err != nil {
+		return fmt.Errorf("eventseries: batch not counted: %w", err)
+	}
 	p.mu.Lock()
-	p.logged(size)
+	p.logged(len(entry))
 	out := p.observe(ctx, ld, wall)
+	decided := out.len() > 0
 	p.hold(&out)
 	p.armTimer()
 	p.mu.Unlock()
-	if p.deliver(ctx) != nil {
-		p.wakeUp() // retries with backoff
+	if decided {
+		p.wakeUp() // the goroutine hands the records on
+	}
+	if ctx.Err() != nil {
+		p.unanswered(entry, wall) // the sender gave up while the batch was counted: it will send it again
 	}
 	return nil
 }

@@ -2,6 +2,7 @@ package eventseriesprocessor // import "github.com/k8sevents/otel-k8sevents/proc
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -51,37 +52,44 @@ func walEntry(wall int64, ld plog.Logs) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("marshal %d records: %w", ld.LogRecordCount(), err)
 	}
-	return append(binary.BigEndian.AppendUint64(make([]byte, 0, 8+len(b)), uint64(wall)), b...), nil
+	return append(binary.BigEndian.AppendUint64(make([]byte, 0, walClockBytes+len(b)), uint64(wall)), b...), nil
 }
 
+// walClockBytes is the size of an entry's clock, before the batch.
+const walClockBytes = 8
+
 func readWALEntry(b []byte) (wall int64, ld plog.Logs, err error) {
-	if len(b) < 8 {
+	if len(b) < walClockBytes {
 		return 0, plog.Logs{}, errors.New("entry shorter than its clock")
 	}
-	ld, err = (&plog.ProtoUnmarshaler{}).UnmarshalLogs(b[8:])
+	ld, err = (&plog.ProtoUnmarshaler{}).UnmarshalLogs(b[walClockBytes:])
 	return int64(binary.BigEndian.Uint64(b)), ld, err
 }
 
-// logBatch writes ld to the log before it is counted at wall, and returns
-// the entry's size (0: not logged: no storage, no log, or no record). The
-// caller holds the turn (entries are numbered in the order they are
-// counted) and not p.mu. A log over write_ahead_log.max_bytes is truncated
-// first by a save. On error nothing is counted: the batch is refused and
-// the sender's retry counts it once.
-func (p *eventSeriesProcessor) logBatch(ctx context.Context, ld plog.Logs, wall int64) (size int, err error) {
+// walEntryOf is the log entry of ld, to be counted at wall; nil when the
+// batch is not logged (no storage, no log, or no record).
+func (p *eventSeriesProcessor) walEntryOf(ld plog.Logs, wall int64) ([]byte, error) {
 	if p.store == nil || !p.wal.enabled || ld.LogRecordCount() == 0 {
-		return 0, nil
+		return nil, nil
 	}
-	entry, err := walEntry(wall, ld)
-	if err != nil {
-		return 0, err
+	return walEntry(wall, ld)
+}
+
+// logBatch writes entry (walEntryOf; nil: nothing to log) to the log
+// before its batch is counted. The caller holds the turn (entries are
+// numbered in the order they are counted) and not p.mu. A log over
+// write_ahead_log.max_bytes is truncated first by a save. On error nothing
+// is counted: the batch is refused and the sender's retry counts it once.
+func (p *eventSeriesProcessor) logBatch(ctx context.Context, entry []byte) error {
+	if entry == nil {
+		return nil
 	}
 	p.mu.Lock()
 	full, limit := p.wal.bytes > 0 && p.wal.bytes+int64(len(entry)) > p.wal.maxBytes, p.wal.maxBytes
 	p.mu.Unlock()
 	if full {
 		if err := p.save(ctx); err != nil {
-			return 0, fmt.Errorf("the write-ahead log is full (write_ahead_log.max_bytes %d): %w", limit, err)
+			return fmt.Errorf("the write-ahead log is full (write_ahead_log.max_bytes %d): %w", limit, err)
 		}
 	}
 	p.mu.Lock()
@@ -89,12 +97,12 @@ func (p *eventSeriesProcessor) logBatch(ctx context.Context, ld plog.Logs, wall 
 	p.mu.Unlock()
 	if err := p.store.Set(ctx, walKey(n), entry); err != nil {
 		p.stateError(ctx, "log")
-		return 0, fmt.Errorf("write %d bytes to the write-ahead log in storage %q: %w", len(entry), p.cfg.Storage, err)
+		return fmt.Errorf("write %d bytes to the write-ahead log in storage %q: %w", len(entry), p.cfg.Storage, err)
 	}
-	return len(entry), nil
+	return nil
 }
 
-// logged marks the entry logBatch wrote (size bytes) counted: the caller
+// logged marks the entry logBatch wrote (size bytes, 0: none) counted: the caller
 // holds p.mu, in the same hold as it counts the batch, so a snapshot
 // covers both or neither.
 func (p *eventSeriesProcessor) logged(size int) {
@@ -106,14 +114,15 @@ func (p *eventSeriesProcessor) logged(size int) {
 }
 
 // walTruncation is what a save writes with the snapshot it took under p.mu
-// (the caller holds it): the first entry the snapshot does not cover, and
-// the deletion of those it covers.
+// (the caller holds it): the first entry the snapshot does not cover, the
+// deletion of those it covers, and the batches remembered for their
+// senders' resends (resend.go).
 func (p *eventSeriesProcessor) walTruncation() (ops []*storage.Operation, covered uint64, bytes int64) {
 	w := &p.wal
+	ops = p.resendOps(p.clock().UnixNano())
 	if w.next == w.from {
-		return nil, w.next, w.bytes
+		return ops, w.next, w.bytes
 	}
-	ops = make([]*storage.Operation, 0, 1+w.next-w.from)
 	ops = append(ops, storage.SetOperation(walFromKey, binary.BigEndian.AppendUint64(nil, w.next)))
 	for n := w.from; n < w.next; n++ {
 		ops = append(ops, storage.DeleteOperation(walKey(n)))
@@ -137,6 +146,8 @@ func (p *eventSeriesProcessor) replayLog(ctx context.Context, from []byte) error
 		p.wal.from = binary.BigEndian.Uint64(from)
 	}
 	p.wal.next = p.wal.from
+	p.restoreResends(ctx)
+	now := p.clock().UnixNano()
 	var records int
 	for {
 		get := storage.GetOperation(walKey(p.wal.next))
@@ -154,6 +165,9 @@ func (p *eventSeriesProcessor) replayLog(ctx context.Context, from []byte) error
 			p.stateError(ctx, "restore")
 			continue
 		}
+		// The collector died after logging the batch, maybe before its
+		// sender had the answer: it may come again.
+		p.resends.add(sha256.Sum256(get.Value[walClockBytes:]), wall+int64(resendWindow), now)
 		records += ld.LogRecordCount()
 		out := p.observe(ctx, ld, wall)
 		p.hold(&out)

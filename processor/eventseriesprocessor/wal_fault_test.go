@@ -25,8 +25,9 @@ var errDiskFull = errors.New("no space left on device")
 type faultStorage struct {
 	storage.Extension
 	mu          sync.Mutex
-	failSets    int // fail the next Set calls: this many, or every one while negative
-	failBatches int // the same for Batch calls that write
+	failSets    int    // fail the next Set calls: this many, or every one while negative
+	failBatches int    // the same for Batch calls that write
+	afterSet    func() // when set, called after each Set that wrote
 }
 
 func (f *faultStorage) GetClient(ctx context.Context, kind component.Kind, id component.ID, name string) (storage.Client, error) {
@@ -65,7 +66,16 @@ func (c *faultClient) Set(ctx context.Context, key string, value []byte) error {
 	if c.f.take(&c.f.failSets) {
 		return errDiskFull
 	}
-	return c.Client.Set(ctx, key, value)
+	if err := c.Client.Set(ctx, key, value); err != nil {
+		return err
+	}
+	c.f.mu.Lock()
+	after := c.f.afterSet
+	c.f.mu.Unlock()
+	if after != nil {
+		after()
+	}
+	return nil
 }
 
 func (c *faultClient) Batch(ctx context.Context, ops ...*storage.Operation) error {

@@ -56,6 +56,7 @@ func (s walScript) feed(t *testing.T, r *run, clock *clocktesting.FakeClock, fro
 		ld := plog.NewLogs()
 		s.batches[i].CopyTo(ld) // the processor moves its input; the script is fed again
 		require.NoError(t, r.p.ConsumeLogs(context.Background(), ld), "batch %d", i)
+		settle(t, r.p)
 	}
 }
 

@@ -38,6 +38,7 @@ type TelemetryBuilder struct {
 	ProcessorEventseriesPendingRecords    metric.Int64Gauge
 	ProcessorEventseriesRecordsOut        metric.Int64Counter
 	ProcessorEventseriesRefusedRecords    metric.Int64Counter
+	ProcessorEventseriesResentBatches     metric.Int64Counter
 	ProcessorEventseriesRestoreDropped    metric.Int64Counter
 	ProcessorEventseriesSeriesFinished    metric.Int64Counter
 	ProcessorEventseriesSeriesStarted     metric.Int64Counter
@@ -147,6 +148,12 @@ func NewTelemetryBuilder(settings component.TelemetrySettings, options ...Teleme
 		"otelcol_processor_eventseries_refused_records",
 		metric.WithDescription("Records the next consumer refused, by attribute outcome: retried (kept first in line and sent again; counted at each refusal) or dropped (a permanent error). [Alpha]"),
 		metric.WithUnit("{records}"),
+	)
+	errs = errors.Join(errs, err)
+	builder.ProcessorEventseriesResentBatches, err = builder.meter.Int64Counter(
+		"otelcol_processor_eventseries_resent_batches",
+		metric.WithDescription("Batches taken for a sender's resend of a batch counted before whose answer may have been lost (write-ahead log: replayed after a crash, or counted after the sender gave up): answered, not counted again. [Alpha]"),
+		metric.WithUnit("{batches}"),
 	)
 	errs = errors.Join(errs, err)
 	builder.ProcessorEventseriesRestoreDropped, err = builder.meter.Int64Counter(

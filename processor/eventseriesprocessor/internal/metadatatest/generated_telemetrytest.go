@@ -209,6 +209,22 @@ func AssertEqualProcessorEventseriesRefusedRecords(t *testing.T, tt *componentte
 	metricdatatest.AssertEqual(t, want, got, opts...)
 }
 
+func AssertEqualProcessorEventseriesResentBatches(t *testing.T, tt *componenttest.Telemetry, dps []metricdata.DataPoint[int64], opts ...metricdatatest.Option) {
+	want := metricdata.Metrics{
+		Name:        "otelcol_processor_eventseries_resent_batches",
+		Description: "Batches taken for a sender's resend of a batch counted before whose answer may have been lost (write-ahead log: replayed after a crash, or counted after the sender gave up): answered, not counted again. [Alpha]",
+		Unit:        "{batches}",
+		Data: metricdata.Sum[int64]{
+			Temporality: metricdata.CumulativeTemporality,
+			IsMonotonic: true,
+			DataPoints:  dps,
+		},
+	}
+	got, err := tt.GetMetric("otelcol_processor_eventseries_resent_batches")
+	require.NoError(t, err)
+	metricdatatest.AssertEqual(t, want, got, opts...)
+}
+
 func AssertEqualProcessorEventseriesRestoreDropped(t *testing.T, tt *componenttest.Telemetry, dps []metricdata.DataPoint[int64], opts ...metricdatatest.Option) {
 	want := metricdata.Metrics{
 		Name:        "otelcol_processor_eventseries_restore_dropped",

@@ -31,6 +31,7 @@ func TestSetupTelemetry(t *testing.T) {
 	tb.ProcessorEventseriesPendingRecords.Record(context.Background(), 1)
 	tb.ProcessorEventseriesRecordsOut.Add(context.Background(), 1)
 	tb.ProcessorEventseriesRefusedRecords.Add(context.Background(), 1)
+	tb.ProcessorEventseriesResentBatches.Add(context.Background(), 1)
 	tb.ProcessorEventseriesRestoreDropped.Add(context.Background(), 1)
 	tb.ProcessorEventseriesSeriesFinished.Add(context.Background(), 1)
 	tb.ProcessorEventseriesSeriesStarted.Add(context.Background(), 1)
@@ -73,6 +74,9 @@ func TestSetupTelemetry(t *testing.T) {
 		[]metricdata.DataPoint[int64]{{Value: 1}},
 		metricdatatest.IgnoreTimestamp())
 	AssertEqualProcessorEventseriesRefusedRecords(t, testTel,
+		[]metricdata.DataPoint[int64]{{Value: 1}},
+		metricdatatest.IgnoreTimestamp())
+	AssertEqualProcessorEventseriesResentBatches(t, testTel,
 		[]metricdata.DataPoint[int64]{{Value: 1}},
 		metricdatatest.IgnoreTimestamp())
 	AssertEqualProcessorEventseriesRestoreDropped(t, testTel,

@@ -1,0 +1,178 @@
+package eventseriesprocessor // import "github.com/k8sevents/otel-k8sevents/processor/eventseriesprocessor"
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"errors"
+	"time"
+
+	"go.opentelemetry.io/collector/extension/xextension/storage"
+	"go.uber.org/zap"
+)
+
+// Resends. A sender that gets no answer sends its batch again (an OTLP
+// client after its deadline, or after the connection broke), byte for byte
+// the same. A batch counted whose answer was lost would then be counted
+// twice. With the write-ahead log the processor remembers, by a SHA-256
+// digest of the batch as logged, the batches whose answer may not have
+// reached their sender: those the log replays at start (the collector died
+// after logging them, perhaps before answering) and those whose caller's
+// context had ended by the time they were counted. For resendWindow after
+// such a batch was counted, a batch identical to it is answered nil and
+// not counted again, as often as it comes. The memory is saved with the
+// state, so a second crash keeps it.
+//
+// A false positive needs a batch identical to one of those, records,
+// timestamps (nanoseconds) and resources alike, that is not a resend:
+// distinct occurrences carry distinct times.
+
+const (
+	// resendWindow is how long a sender is expected to keep sending a batch
+	// again: exporterhelper's default retry_on_failure::max_elapsed_time.
+	resendWindow = 5 * time.Minute
+	// maxResends bounds the memory (some 3 MB); past it the oldest go first.
+	maxResends = 1 << 16
+	resendsKey = "wal.resends"
+)
+
+type batchDigest = [sha256.Size]byte
+
+type resend struct {
+	digest batchDigest
+	until  int64 // processing clock, ns: remembered until then
+}
+
+// resendMemory is the batches remembered, oldest first; guarded by p.mu.
+type resendMemory struct {
+	fifo   []resend
+	until  map[batchDigest]int64
+	stored bool // the storage holds a copy: an empty memory deletes it
+}
+
+// add remembers d until until, if that is after now.
+func (m *resendMemory) add(d batchDigest, until, now int64) {
+	if until <= now {
+		return
+	}
+	if m.until == nil {
+		m.until = map[batchDigest]int64{}
+	}
+	m.fifo = append(m.fifo, resend{digest: d, until: until})
+	m.until[d] = max(m.until[d], until)
+	m.prune(now)
+}
+
+// prune forgets what expired by now, and the oldest past maxResends.
+func (m *resendMemory) prune(now int64) {
+	n := 0
+	for n < len(m.fifo) && (m.fifo[n].until <= now || len(m.fifo)-n > maxResends) {
+		if r := m.fifo[n]; m.until[r.digest] == r.until {
+			delete(m.until, r.digest)
+		}
+		n++
+	}
+	m.fifo = m.fifo[n:] // the array is let go when append outgrows it
+	if len(m.fifo) == 0 {
+		m.fifo = nil
+	}
+}
+
+func (m *resendMemory) match(d batchDigest, now int64) bool {
+	until, ok := m.until[d]
+	return ok && now < until
+}
+
+// marshal is the memory as saved: each digest followed by its time.
+func (m *resendMemory) marshal() []byte {
+	b := make([]byte, 0, len(m.fifo)*(sha256.Size+8))
+	for _, r := range m.fifo {
+		b = binary.BigEndian.AppendUint64(append(b, r.digest[:]...), uint64(r.until))
+	}
+	return b
+}
+
+// unmarshalResends reads what marshal wrote into m, keeping what is still
+// remembered at now.
+func (m *resendMemory) unmarshal(b []byte, now int64) error {
+	const size = sha256.Size + 8
+	if len(b)%size != 0 {
+		return errors.New("truncated resend memory")
+	}
+	for ; len(b) > 0; b = b[size:] {
+		m.add(batchDigest(b[:sha256.Size]), int64(binary.BigEndian.Uint64(b[sha256.Size:size])), now)
+	}
+	return nil
+}
+
+// isResend reports whether entry (walEntryOf; nil: not logged) repeats a
+// batch remembered at wall: its sender is answered and it is not counted
+// again. The digest is taken only while something is remembered.
+func (p *eventSeriesProcessor) isResend(entry []byte, wall int64) bool {
+	if entry == nil {
+		return false
+	}
+	p.mu.Lock()
+	p.resends.prune(wall)
+	empty := len(p.resends.fifo) == 0
+	p.mu.Unlock()
+	if empty {
+		return false
+	}
+	d := sha256.Sum256(entry[walClockBytes:])
+	p.mu.Lock()
+	resent := p.resends.match(d, wall)
+	p.mu.Unlock()
+	if !resent {
+		return false
+	}
+	p.telemetry.ProcessorEventseriesResentBatches.Add(context.Background(), 1)
+	if p.refusalLog.Allow("resend", p.clock()) {
+		p.logger.Info("A batch counted before came again (its answer may have been lost to a crash or the sender's deadline): answered, not counted again (logged once a minute)")
+	}
+	return true
+}
+
+// unanswered remembers entry's batch, counted at wall, whose sender gave up
+// before its answer: it will send it again. Without the log (entry nil)
+// there is nothing to know it by.
+func (p *eventSeriesProcessor) unanswered(entry []byte, wall int64) {
+	if entry == nil {
+		return
+	}
+	d := sha256.Sum256(entry[walClockBytes:])
+	p.mu.Lock()
+	p.resends.add(d, wall+int64(resendWindow), wall)
+	p.dirty = true
+	p.mu.Unlock()
+}
+
+// resendOps is what a save writes of the memory at now; the caller holds p.mu.
+func (p *eventSeriesProcessor) resendOps(now int64) []*storage.Operation {
+	m := &p.resends
+	m.prune(now)
+	switch {
+	case len(m.fifo) > 0:
+		m.stored = true
+		return []*storage.Operation{storage.SetOperation(resendsKey, m.marshal())}
+	case m.stored:
+		m.stored = false
+		return []*storage.Operation{storage.DeleteOperation(resendsKey)}
+	}
+	return nil
+}
+
+// restoreResends reads the memory saved; the caller holds p.mu. An
+// unreadable one is logged, counted and dropped.
+func (p *eventSeriesProcessor) restoreResends(ctx context.Context) {
+	get := storage.GetOperation(resendsKey)
+	err := p.store.Batch(ctx, get)
+	if err == nil && get.Value != nil {
+		p.resends.stored = true
+		err = p.resends.unmarshal(get.Value, p.clock().UnixNano())
+	}
+	if err != nil {
+		p.logger.Error("Saved memory of batches that may be sent again discarded", zap.Error(err))
+		p.stateError(ctx, "restore")
+	}
+}
