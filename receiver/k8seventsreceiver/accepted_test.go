@@ -16,8 +16,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/resourceversion"
-
-	"github.com/k8sevents/otel-k8sevents/internal/k8sevent"
 )
 
 // auditedStorage is a storage extension whose clients call written with
@@ -110,7 +108,8 @@ func TestCheckpointCoversOnlyAcceptedRecords(t *testing.T) {
 				if err := c.unmarshal(value); err != nil || c.ResourceVersion == "" {
 					return
 				}
-				accepted := occurrences(receivedNow(sink))
+				evs, _ := decodeAll(sink)
+				accepted := occurrences(evs)
 				mu.Lock()
 				defer mu.Unlock()
 				checked++
@@ -166,24 +165,4 @@ func TestCheckpointCoversOnlyAcceptedRecords(t *testing.T) {
 			assert.Empty(t, violations)
 		})
 	}
-}
-
-// receivedNow decodes what sink holds, from any goroutine: records that
-// carry no Event are left out.
-func receivedNow(sink *consumertest.LogsSink) []k8sevent.Event {
-	var out []k8sevent.Event
-	for _, ld := range sink.AllLogs() {
-		for i := range ld.ResourceLogs().Len() {
-			rl := ld.ResourceLogs().At(i)
-			for j := range rl.ScopeLogs().Len() {
-				lrs := rl.ScopeLogs().At(j).LogRecords()
-				for k := range lrs.Len() {
-					if ev, _, found := k8sevent.Decode(rl.Resource(), lrs.At(k), k8sevent.DecodeOptions{}); found {
-						out = append(out, ev)
-					}
-				}
-			}
-		}
-	}
-	return out
 }
