@@ -66,8 +66,10 @@ service:
 //   - with the exporter behind: a burst of new Events (a CronJob's Jobs
 //     created and completed) counted by the processor, not all written;
 //   - while the API server refuses the exporter's writes (a proxy in front
-//     of it answers 500), for longer than the processor's save interval:
-//     the records it handed to the exporter are no longer in its state.
+//     of it answers 500) for longer than the processor's save interval,
+//     and after more Events: what the processor handed to the exporter
+//     before its save is in none of its state any more, what it accepted
+//     after the save only in its write-ahead log.
 //
 // Open series go on across the kills, and Events are written while it is
 // down. In the end the open series are flushed (SIGTERM, and a last run
@@ -100,15 +102,16 @@ func TestExactSigkillLosesAndRepeatsNothing(t *testing.T) {
 			rig.counted(base, src.burst(ctx, t, 160, last))
 		case "exporter refused":
 			rig.refuseExporterWrites()
-			rig.counted(base, src.paced(ctx, t, 12, last))
+			n := src.paced(ctx, t, 12, "")
 			// The exporter retries a refused write after at least 2.5 s,
 			// then 3.75 s (its default backoff): by the third refusal the
 			// processor saved its state (every 5 s) after it handed over
 			// what the exporter holds.
 			eventually(t, time.Minute, func() (bool, string) {
-				n := rig.refusedWrites()
-				return n >= 3, fmt.Sprintf("exporter writes refused: %d", n)
+				refused := rig.refusedWrites()
+				return refused >= 3, fmt.Sprintf("exporter writes refused: %d", refused)
 			})
+			rig.counted(base, n+src.paced(ctx, t, 6, last))
 		}
 		rig.c.Kill()
 		t.Logf("SIGKILL %d (%s) after %d occurrences written", round+1, moment, src.written)
@@ -139,14 +142,15 @@ func TestExactSigkillLosesAndRepeatsNothing(t *testing.T) {
 	require.Equal(t, src.written, want.Occurrences, "the API server holds every occurrence written")
 	lines, missing, extra := diffTallies(want, got, 10)
 	keys, multi := multiObjectKeys(mirrored)
-	replayed := rig.replays()
-	t.Logf("%d occurrences written in %d Events; mirrored: %d occurrences in %d objects of %d series keys; the log replayed at %d of %d starts",
-		want.Occurrences, want.Objects, got.Occurrences, got.Objects, keys, replayed, rig.runs)
+	replayed, afterSave := rig.replays()
+	t.Logf("%d occurrences written in %d Events; mirrored: %d occurrences in %d objects of %d series keys; of %d starts, %d replayed the log, %d of them after a saved state",
+		want.Occurrences, want.Objects, got.Occurrences, got.Objects, keys, rig.runs, replayed, afterSave)
 	assert.Zero(t, missing, "occurrences lost: %s", strings.Join(lines, "; "))
 	assert.Zero(t, extra, "occurrences counted twice: %s", strings.Join(lines, "; "))
 	assert.Zero(t, multi, "series written as more than one object")
 	assert.Empty(t, rig.drops(), "counts that went down")
 	assert.Positive(t, replayed, "a kill came after the processor accepted a batch and before it saved its state")
+	assert.Positive(t, afterSave, "a start restored a saved state and replayed the log written after it")
 }
 
 // sigkillRig is the API server, the Events written to it, and the
@@ -226,16 +230,18 @@ func (rig *sigkillRig) allowExporterWrites() {
 }
 
 // replays is how many runs replayed the processor's write-ahead log at
-// their start.
-func (rig *sigkillRig) replays() int {
+// their start, and how many of those first restored a state it had saved.
+func (rig *sigkillRig) replays() (replayed, afterSave int) {
 	rig.t.Helper()
-	n := 0
 	for i := 1; i <= rig.runs; i++ {
 		b, err := os.ReadFile(filepath.Join(rig.dir, fmt.Sprintf("run-%d", i), "collector.log"))
 		require.NoError(rig.t, err)
-		if strings.Contains(string(b), "Write-ahead log replayed") {
-			n++
+		if log := string(b); strings.Contains(log, "Write-ahead log replayed") {
+			replayed++
+			if strings.Contains(log, "State restored") {
+				afterSave++
+			}
 		}
 	}
-	return n
+	return replayed, afterSave
 }
