@@ -161,23 +161,17 @@ func TestHandOverMirrorRollout(t *testing.T) {
 	assertSink(t, sink, r, 0)
 }
 
-// crashReplay bounds what the sink may get again after a SIGKILL: the
-// receiver's checkpoint trails by checkpoint_delay (10 s in mirror.yaml)
-// plus its 1 s save interval, and 2 s are left for a late save; only
-// records of occurrences that reached A in that window before the kill can
-// be emitted again.
-const crashReplay = 13 * time.Second
-
 // TestHandOverMirrorCrash: SIGKILL of the active pod mid-storm, and the pod
 // starts again on the same volume. What was queued is kept; the processor
-// restores the state it saved last (at most 5 s old); the receiver's
-// checkpoint trails that (checkpoint_delay: 10s), so it emits the last
-// seconds again and the processor counts exactly what it had not saved,
-// under the same names. The API server gets exact totals and one object per
-// series; the sink gets nothing counted twice, and records again at most
-// for what reached A within crashReplay before the kill (each such record
-// states at least one of those occurrences). Without checkpoint_delay this
-// test lost an occurrence and wrote 17 of 173 series as two objects.
+// restores the state it saved last (at most 5 s old) and replays its
+// write-ahead log, which holds every batch it accepted since; the
+// receiver's checkpoint covers only batches the processor accepted, so it
+// emits again only records the processor knows (no growth: counted
+// none). The API server gets exact totals and one object per series; the
+// sink gets nothing counted twice, and records again (what the replay
+// decides, emitted before the kill too) at most for what reached A within
+// crashWindow before the kill (each such record states at least one of
+// those occurrences).
 func TestHandOverMirrorCrash(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
@@ -191,9 +185,9 @@ func TestHandOverMirrorCrash(t *testing.T) {
 	c = h.start(t)
 	pause := awaitEmitting(t, c, killed)
 	r, drops, sink, sent := h.finish(ctx, t, c, run, "crash")
-	bound := run.log.within(killed.Add(-crashReplay), killed)
+	bound := run.log.within(killed.Add(-crashWindow), killed)
 	t.Logf("crash after %d of %d occurrences sent: pause (SIGKILL to the new pod's first record) %v; %d occurrences reached A within %v before the kill",
-		sentAtKill, sent, pause, bound, crashReplay)
+		sentAtKill, sent, pause, bound, crashWindow)
 	assertFaultPromise(t, r, sent, drops)
 	assertOneObjectPerSeries(t, r)
 	assertSink(t, sink, r, bound)

@@ -5,7 +5,7 @@
 // ports and directories, and spends most of its time waiting on a paced
 // storm or a fault (the package used about 0.35 of a core run one by one).
 // The tests whose bound is what the storm sent within a window of wall time
-// before a SIGKILL (crashWindow, crashReplay: the processor's 5 s save must
+// before a SIGKILL (crashWindow: the processor's 5 s save must
 // run on time) stay serial, so they run alone, before the parallel ones:
 // TestFaultCollectorKilledWithRetriesPending, TestHandOverMirrorCrash,
 // TestHandOverTier2Crash and TestRestart. TestScaleOut too: with four tests

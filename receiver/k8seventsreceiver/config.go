@@ -37,12 +37,6 @@ type Config struct {
 	WatchIdleTimeout time.Duration `mapstructure:"watch_idle_timeout"`
 	// ListPageSize is the page size of lists.
 	ListPageSize int64 `mapstructure:"list_page_size"`
-	// CheckpointDelay makes the checkpoint a watch saves while it runs the
-	// state it had at least this long ago (the one saved when it stops is
-	// the state then): after a crash it emits again what a downstream
-	// state saved on its own timer (the eventseries processor's, every 5 s)
-	// may not hold, instead of skipping it.
-	CheckpointDelay time.Duration `mapstructure:"checkpoint_delay"`
 	// ClusterName is written as k8s.cluster.name on every record's
 	// resource; "": none (k8s.cluster.uid is written either way).
 	ClusterName string `mapstructure:"cluster_name"`
@@ -90,9 +84,6 @@ func (cfg *Config) Validate() error {
 	}
 	if cfg.ListPageSize <= 0 {
 		errs = append(errs, fmt.Errorf("list_page_size: must be positive, have %d", cfg.ListPageSize))
-	}
-	if cfg.CheckpointDelay < 0 {
-		errs = append(errs, fmt.Errorf("checkpoint_delay: must not be negative, have %s", cfg.CheckpointDelay))
 	}
 	return errors.Join(errs...)
 }

@@ -29,7 +29,7 @@ func TestLoadConfig(t *testing.T) {
 	want.API, want.Initial, want.FieldSelector = k8sevent.APICoreV1, initialAll, "type=Warning"
 	want.Namespaces, want.ExcludeNamespaces = []string{"shop", "payments"}, []string{"kube-system"}
 	want.Storage, want.K8sLeaderElector = &storage, &elector
-	want.WatchIdleTimeout, want.ListPageSize, want.CheckpointDelay = 2*time.Minute, 100, 10*time.Second
+	want.WatchIdleTimeout, want.ListPageSize = 2*time.Minute, 100
 	assert.Equal(t, want, got)
 }
 
@@ -37,7 +37,7 @@ func TestValidateNamesEveryBadKey(t *testing.T) {
 	err := loadConfig(t, "k8sevents/invalid").Validate()
 	require.Error(t, err)
 	for _, key := range []string{`auth_type: "token"`, `api: "events.k8s.io/v2"`, `exclude_namespaces: "shop"`,
-		`initial: "some"`, "watch_idle_timeout", "list_page_size", "checkpoint_delay", "cluster_name: longer than 253 bytes"} {
+		`initial: "some"`, "watch_idle_timeout", "list_page_size", "cluster_name: longer than 253 bytes"} {
 		assert.ErrorContains(t, err, key)
 	}
 }

@@ -3,7 +3,6 @@ package k8seventsreceiver // import "github.com/k8sevents/otel-k8sevents/receive
 import (
 	"context"
 	"fmt"
-	"slices"
 	"sync/atomic"
 	"time"
 
@@ -56,8 +55,6 @@ type watcher struct {
 	checkpoint *checkpoint
 	expired    bool // the resourceVersion is gone (410): list again
 	savedAt    time.Time
-	trail      []snapshot    // with checkpoint_delay: states not old enough to save yet, oldest first
-	stored     bool          // a checkpoint is in the store (loaded, or written by this run)
 	open       *atomic.Int64 // the receiver's open watches, for its watches_open gauge
 }
 
@@ -84,8 +81,7 @@ func (w *watcher) run(ctx context.Context) {
 		}
 		backoff = min(2*backoff, maxBackoff)
 	}
-	w.persist(context.WithoutCancel(ctx), true)
-	w.trail = nil
+	w.save(context.WithoutCancel(ctx))
 }
 
 // cycle lists when it must, then watches until the watch ends.
@@ -266,71 +262,31 @@ func (w *watcher) load(ctx context.Context) {
 	b, err := w.store.Get(ctx, w.checkpointKey())
 	if err == nil && len(b) > 0 {
 		err = w.checkpoint.unmarshal(b)
-		w.stored = err == nil
 	}
 	if err != nil {
 		w.logger.Warn("Cannot read the checkpoint; starting without it", zap.String("namespace", w.ns), zap.Error(err))
 	}
 }
 
-// save writes the checkpoint while the watch runs (every second while
-// events flow, at bookmarks, at relist pages): with checkpoint_delay, the
-// state as it was at least that long ago.
-func (w *watcher) save(ctx context.Context) { w.persist(ctx, false) }
-
-// snapshot is a marshaled resume state and when it was taken.
-type snapshot struct {
-	at time.Time
-	b  []byte
-}
-
-// persist writes the checkpoint; final (the watch stops): the state now.
-// With checkpoint_delay, a watch that has no checkpoint yet writes its
-// first state at once: the oldest it will have (with initial: none, where
-// it starts, before anything is emitted), where a restart with none would
-// start from the present and skip the gap.
-func (w *watcher) persist(ctx context.Context, final bool) {
+// save writes the checkpoint: at every bookmark, at most every second
+// while events flow or a relist pages, and when the watch stops. The
+// checkpoint moves past a record only once the next consumer accepted it
+// (emit), so a crash resumes at or before the first record not accepted:
+// none is skipped, and those accepted since the last save are emitted
+// again. The eventseries processor with storage logs every batch before it
+// accepts it (its write-ahead log), so it knows them and counts none twice.
+func (w *watcher) save(ctx context.Context) {
 	if w.store == nil || !w.checkpoint.started() {
 		return
 	}
-	now := w.clock()
-	w.savedAt = now
+	w.savedAt = w.clock()
 	b, err := w.checkpoint.marshal()
-	if err == nil && !final && w.cfg.CheckpointDelay > 0 && w.stored {
-		b = w.delayed(now, b)
-		if b == nil {
-			return
-		}
-	}
 	if err == nil {
 		err = w.store.Set(ctx, w.checkpointKey(), b)
-	}
-	if err == nil {
-		w.stored = true
 	}
 	if err != nil {
 		w.logger.Warn("Cannot save the checkpoint", zap.String("namespace", w.ns), zap.Error(err))
 	}
-}
-
-// delayed keeps the state taken at now and returns the newest kept one that
-// is at least checkpoint_delay old (nil: none is yet). It keeps at most one
-// state a second (relist pages and bookmarks can come faster), so it holds
-// about checkpoint_delay in seconds of them.
-func (w *watcher) delayed(now time.Time, b []byte) []byte {
-	if n := len(w.trail); n == 0 || now.Sub(w.trail[n-1].at) >= checkpointInterval {
-		w.trail = append(w.trail, snapshot{at: now, b: b})
-	}
-	i := 0
-	for i < len(w.trail) && now.Sub(w.trail[i].at) >= w.cfg.CheckpointDelay {
-		i++
-	}
-	if i == 0 {
-		return nil
-	}
-	out := w.trail[i-1].b
-	w.trail = slices.Delete(w.trail, 0, i)
-	return out
 }
 
 func (w *watcher) count(c metric.Int64Counter, n int64, attrs ...attribute.KeyValue) {
