@@ -287,7 +287,7 @@ func (w *writer) writeTrusting403(ctx context.Context, ev *k8sevent.Event) (outc
 		return out, err
 	}
 	if _, rerr := w.cs.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(ctx); rerr != nil {
-		return out, fmt.Errorf("%w (the API server is not ready: %w)", err, rerr)
+		return out, fmt.Errorf("%w (the API server is not ready: %v)", err, rerr)
 	}
 	*ev = prepared // the second try starts from the prepared record, as a retry does
 	out, err = w.write(ctx, ev)
