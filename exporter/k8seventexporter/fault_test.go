@@ -149,12 +149,16 @@ func (r *rig) objectsAbout(t *testing.T, pod string) int {
 // only object about its pod. The records are of type Error and state their
 // cluster (issue 17 items 3 and 5): the object is a Warning annotated with
 // its cluster, whichever attempt wrote it.
-func TestFaultOnTheLastRecord(t *testing.T) {
+func TestFaultOnTheLastRecord(t *testing.T) { runFaults(t, faults) }
+
+// runFaults runs each fault on the last record of every kind, through both
+// APIs, against one API server.
+func runFaults(t *testing.T, fs []fault) {
 	r := newRig(t)
 	for _, api := range []string{k8sevent.APIEventsV1, k8sevent.APICoreV1} {
 		short := map[string]string{k8sevent.APIEventsV1: "new", k8sevent.APICoreV1: "old"}[api]
 		for _, kind := range faultKinds {
-			for _, f := range faults {
+			for _, f := range fs {
 				t.Run(short+"/"+kind.name+"/"+f.name, func(t *testing.T) {
 					runFault(t, r, api, kind, f, fmt.Sprintf("%s-%s-%s", short, kind.name, f.name))
 				})

@@ -51,19 +51,7 @@ var startingFaults = []fault{
 // before it got ready. The object ends with the exact count through both
 // APIs, it is the only object about its pod, and nothing is counted as
 // forbidden (runFault).
-func TestExactStartingAPIServer403OnTheLastRecord(t *testing.T) {
-	r := newRig(t)
-	for _, api := range []string{k8sevent.APIEventsV1, k8sevent.APICoreV1} {
-		short := map[string]string{k8sevent.APIEventsV1: "new", k8sevent.APICoreV1: "old"}[api]
-		for _, kind := range faultKinds {
-			for _, f := range startingFaults {
-				t.Run(short+"/"+kind.name+"/"+f.name, func(t *testing.T) {
-					runFault(t, r, api, kind, f, fmt.Sprintf("%s-%s-%s", short, kind.name, f.name))
-				})
-			}
-		}
-	}
-}
+func TestExactStartingAPIServer403OnTheLastRecord(t *testing.T) { runFaults(t, startingFaults) }
 
 // gapRecord is record i of a pod in namespace ns, where the exporter's
 // user has no Role.
