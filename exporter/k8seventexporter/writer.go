@@ -269,17 +269,17 @@ func (w *writer) adopt(ctx context.Context, key string, ev *k8sevent.Event, coun
 
 // writeTrusting403 is write, with a 403 believed only from an API server
 // that says it is ready. One that is starting serves requests before its
-// authorizer's informers have synced and answers 403 to writes it allows
-// a moment later; until they have synced its /readyz fails (the
-// informer-sync check), and answers 403 itself to a caller RBAC has not
-// placed yet. So on a 403 the writer reads /readyz: not ready (or
-// unreadable), the 403 is returned as retryable and retry_on_failure's
-// backoff tries the record again; ready, the record is written once more at
-// once, and a second 403 is the authorizer's answer, an RBAC gap: dropped
-// for good (errForbidden), in this one attempt, so a namespace the
-// exporter may not write holds its lane for no backoff. The read goes
-// through the same client, so over client-go's one HTTP/2 connection: behind
-// a TCP load balancer it asks the control-plane member that answered 403.
+// RBAC informers have synced and answers 403 to writes it allows a moment
+// later; meanwhile its /readyz answers 403 itself (RBAC does not place the
+// caller yet), then fails its checks until start-up is done. So on a 403
+// the writer reads /readyz: not ready (or unreadable), the 403 is returned
+// as retryable and retry_on_failure's backoff tries the record again;
+// ready, the record is written once more at once, and a second 403 is the
+// authorizer's answer, an RBAC gap: dropped for good (errForbidden), in
+// this one attempt, so a namespace the exporter may not write holds its
+// lane for no backoff. The read goes through the same client, so over
+// client-go's one HTTP/2 connection: behind a TCP load balancer it asks the
+// control-plane member that answered 403.
 func (w *writer) writeTrusting403(ctx context.Context, ev *k8sevent.Event) (outcome, error) {
 	prepared := *ev
 	out, err := w.write(ctx, ev)
