@@ -6,8 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"sync"
 	"time"
 
+	"github.com/hashicorp/golang-lru/v2/simplelru"
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/consumer/consumererror"
 	"go.opentelemetry.io/collector/exporter"
@@ -23,14 +25,15 @@ import (
 )
 
 type k8seventExporter struct {
-	cfg       *Config
-	logger    *zap.Logger
-	telemetry *metadata.TelemetryBuilder
-	instance  string
-	w         *writer
-	logRate   *ratelog.Limiter[string]
-	gate      *seqGate    // pushes enter the lanes in the queue's order
-	disp      *dispatcher // the lanes and their writer; set at start
+	cfg          *Config
+	logger       *zap.Logger
+	telemetry    *metadata.TelemetryBuilder
+	instance     string
+	w            *writer
+	logRate      *ratelog.Limiter[string]
+	forbiddenLog *namespaceLog // when each namespace's RBAC gap was last logged
+	gate         *seqGate      // pushes enter the lanes in the queue's order
+	disp         *dispatcher   // the lanes and their writer; set at start
 }
 
 func newExporter(set exporter.Settings, cfg *Config) (*k8seventExporter, error) {
@@ -43,7 +46,7 @@ func newExporter(set exporter.Settings, cfg *Config) (*k8seventExporter, error) 
 		instance, _ = os.Hostname()
 	}
 	return &k8seventExporter{cfg: cfg, logger: set.Logger, telemetry: tb, instance: k8sevent.Truncate(instance, k8sevent.MaxFieldBytes),
-		logRate: ratelog.New[string](time.Minute), gate: newSeqGate()}, nil
+		logRate: ratelog.New[string](time.Minute), forbiddenLog: newNamespaceLog(time.Minute), gate: newSeqGate()}, nil
 }
 
 func (e *k8seventExporter) start(ctx context.Context, _ component.Host) error {
@@ -209,7 +212,7 @@ func (e *k8seventExporter) prepareOne(ctx context.Context, rl plog.ResourceLogs,
 func (e *k8seventExporter) writeOne(ctx context.Context, p *pending) error {
 	ev := p.ev // a failed attempt starts again from the prepared record
 	start := time.Now()
-	out, err := e.w.write(ctx, &ev)
+	out, err := e.w.writeTrusting403(ctx, &ev)
 	e.telemetry.ExporterK8seventWriteLatency.Record(ctx, time.Since(start).Seconds())
 	if ev.Name != p.name && e.logRate.Allow("renamed", start) {
 		e.logger.Info("An event record named an object that is not its own: written under another name (logged once a minute)",
@@ -222,13 +225,19 @@ func (e *k8seventExporter) writeOne(ctx context.Context, p *pending) error {
 	case errors.Is(err, errNameTaken):
 		e.permanent(ctx, "conflict", err)
 		return nil
+	case errors.Is(err, errForbidden):
+		e.forbidden(ctx, ev.ObjectNamespace(), err)
+		return nil
 	case consumererror.IsPermanent(err):
 		e.permanent(ctx, "rejected", err)
 		return nil
 	default:
 		reason := "error"
-		if apierrors.IsTooManyRequests(err) {
+		switch {
+		case apierrors.IsTooManyRequests(err):
 			reason = "throttled"
+		case apierrors.IsForbidden(err):
+			reason = "forbidden" // from an API server that is not ready: retried
 		}
 		e.telemetry.ExporterK8seventRetryableFailures.Add(ctx, 1, metric.WithAttributes(attribute.String("reason", reason)))
 		return err
@@ -245,6 +254,46 @@ func (e *k8seventExporter) permanent(ctx context.Context, reason string, err err
 	if e.logRate.Allow(reason, time.Now()) {
 		e.logger.Warn("Dropped an event record (logged once a minute per reason)", zap.String("reason", reason), zap.Error(err))
 	}
+}
+
+// forbidden counts a record dropped for an RBAC gap and logs it once a
+// minute per namespace: a gap in one namespace never silences another's.
+func (e *k8seventExporter) forbidden(ctx context.Context, ns string, err error) {
+	e.telemetry.ExporterK8seventPermanentFailures.Add(ctx, 1, metric.WithAttributes(attribute.String("reason", "forbidden")))
+	if e.forbiddenLog.allow(ns, time.Now()) {
+		e.logger.Error("Dropped an event record: the exporter may not write Events in this namespace (grant its role there; logged once a minute per namespace)",
+			zap.String("namespace", ns), zap.Error(err))
+	}
+}
+
+// namespaceLogSize bounds the namespaces namespaceLog remembers.
+const namespaceLogSize = 1024
+
+// namespaceLog allows a line per namespace once per interval. It forgets
+// the namespaces logged least recently beyond namespaceLogSize (records
+// naming ever new namespaces must not grow it without bound): one of them
+// may log again sooner, at most once per record, and each such record
+// costs three requests under the QPS cap.
+type namespaceLog struct {
+	interval time.Duration
+	mu       sync.Mutex
+	last     *simplelru.LRU[string, time.Time]
+}
+
+func newNamespaceLog(interval time.Duration) *namespaceLog {
+	last, _ := simplelru.NewLRU[string, time.Time](namespaceLogSize, nil)
+	return &namespaceLog{interval: interval, last: last}
+}
+
+// allow reports whether ns may be logged at now, and if so counts it as logged.
+func (l *namespaceLog) allow(ns string, now time.Time) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if at, ok := l.last.Get(ns); ok && now.Sub(at) < l.interval {
+		return false
+	}
+	l.last.Add(ns, now)
+	return true
 }
 
 // subset copies the records of ld whose position (resource, scope,

@@ -21,6 +21,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/plog"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+	"go.uber.org/zap"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -53,6 +54,12 @@ func newRig(t *testing.T, opts ...kubetest.Option) *rig {
 // start runs an exporter built by the factory until the test ends.
 func (r *rig) start(t *testing.T, mutate func(*Config)) (exporter.Logs, *componenttest.Telemetry) {
 	t.Helper()
+	return r.startLogged(t, zap.NewNop(), mutate)
+}
+
+// startLogged is start with the exporter's logger.
+func (r *rig) startLogged(t *testing.T, logger *zap.Logger, mutate func(*Config)) (exporter.Logs, *componenttest.Telemetry) {
+	t.Helper()
 	cfg := createDefaultConfig()
 	cfg.Config = k8sclient.Config{AuthType: k8sclient.AuthKubeConfig, KubeConfig: r.kubeconfig}
 	cfg.ReportingController = "k8sevents.io/exporter"
@@ -64,6 +71,7 @@ func (r *rig) start(t *testing.T, mutate func(*Config)) (exporter.Logs, *compone
 	tel := componenttest.NewTelemetry()
 	set := exportertest.NewNopSettings(metadata.Type)
 	set.TelemetrySettings = tel.NewTelemetrySettings()
+	set.Logger = logger
 	set.ID = component.NewID(metadata.Type)
 	exp, err := NewFactory().CreateLogs(context.Background(), set, cfg)
 	require.NoError(t, err)

@@ -68,6 +68,7 @@ type fault struct {
 	name      string
 	rule      faultproxy.Rule
 	forAWhile bool
+	readyz    *faultproxy.Rule // also on the API server's /readyz until the fault ends, when set
 }
 
 var faults = []fault{
@@ -148,12 +149,16 @@ func (r *rig) objectsAbout(t *testing.T, pod string) int {
 // only object about its pod. The records are of type Error and state their
 // cluster (issue 17 items 3 and 5): the object is a Warning annotated with
 // its cluster, whichever attempt wrote it.
-func TestFaultOnTheLastRecord(t *testing.T) {
+func TestFaultOnTheLastRecord(t *testing.T) { runFaults(t, faults) }
+
+// runFaults runs each fault on the last record of every kind, through both
+// APIs, against one API server.
+func runFaults(t *testing.T, fs []fault) {
 	r := newRig(t)
 	for _, api := range []string{k8sevent.APIEventsV1, k8sevent.APICoreV1} {
 		short := map[string]string{k8sevent.APIEventsV1: "new", k8sevent.APICoreV1: "old"}[api]
 		for _, kind := range faultKinds {
-			for _, f := range faults {
+			for _, f := range fs {
 				t.Run(short+"/"+kind.name+"/"+f.name, func(t *testing.T) {
 					runFault(t, r, api, kind, f, fmt.Sprintf("%s-%s-%s", short, kind.name, f.name))
 				})
@@ -205,6 +210,13 @@ func runFault(t *testing.T, r *rig, api string, kind faultKind, f fault, id stri
 		rule.Verb, rule.Path = "POST", apiPath(api)+"/namespaces/shop/events"
 	}
 	h := fr.proxy.Add(rule)
+	end := h.Remove
+	if f.readyz != nil {
+		rr := *f.readyz
+		rr.Path = "/readyz"
+		hr := fr.proxy.Add(rr)
+		end = func() { h.Remove(); hr.Remove() }
+	}
 	send(t, exp, last)
 	hits := 1
 	if f.forAWhile {
@@ -216,11 +228,11 @@ func runFault(t *testing.T, r *rig, api string, kind faultKind, f fault, id stri
 		// queue keeps it, and the next start writes it.
 		require.NoError(t, exp.Shutdown(context.Background()))
 		require.NoError(t, ext.Shutdown(context.Background()))
-		h.Remove()
+		end()
 		ext = outageFileStorage(t, dir)
 		exp, tel = fr.faultExporter(t, api, outageHost{outageStorageID: ext})
 	}
-	h.Remove()
+	end()
 
 	var core, events int64
 	ok := assert.Eventually(t, func() bool {
@@ -244,6 +256,7 @@ func runFault(t *testing.T, r *rig, api string, kind faultKind, f fault, id stri
 	assert.Equal(t, "east", obj.Annotations[k8sevent.AnnotationSourceCluster])
 	assert.Zero(t, counter(t, tel, "otelcol_exporter_k8sevent_writes", "outcome", "stale"))
 	assert.Zero(t, counter(t, tel, "otelcol_exporter_k8sevent_permanent_failures", "reason", "rejected"))
+	assert.Zero(t, counter(t, tel, "otelcol_exporter_k8sevent_permanent_failures", "reason", "forbidden"))
 }
 
 func apiPath(api string) string {

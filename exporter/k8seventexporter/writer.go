@@ -21,6 +21,10 @@ import (
 // errNamespace marks a record for a namespace outside the allowlist.
 var errNamespace = errors.New("namespace not in the exporter's namespaces")
 
+// errForbidden marks a write a ready API server refused twice with 403:
+// the exporter's RBAC does not let it write there.
+var errForbidden = errors.New("forbidden by an API server that is ready (the exporter's RBAC lacks this namespace)")
+
 // knownNames bounds the names the writer remembers having written.
 const knownNames = 16384
 
@@ -263,10 +267,40 @@ func (w *writer) adopt(ctx context.Context, key string, ev *k8sevent.Event, coun
 	return patchedAfter409, nil
 }
 
+// writeTrusting403 is write, with a 403 believed only from an API server
+// that says it is ready. One that is starting serves requests before its
+// RBAC informers have synced and answers 403 to writes it allows a moment
+// later; meanwhile its /readyz answers 403 itself (RBAC does not place the
+// caller yet), then fails its checks until start-up is done. So on a 403
+// the writer reads /readyz: not ready (or unreadable), the 403 is returned
+// as retryable and retry_on_failure's backoff tries the record again;
+// ready, the record is written once more at once, and a second 403 is the
+// authorizer's answer, an RBAC gap: dropped for good (errForbidden), in
+// this one attempt, so a namespace the exporter may not write holds its
+// lane for no backoff. The read goes through the same client, so over
+// client-go's one HTTP/2 connection: behind a TCP load balancer it asks the
+// control-plane member that answered 403.
+func (w *writer) writeTrusting403(ctx context.Context, ev *k8sevent.Event) (outcome, error) {
+	prepared := *ev
+	out, err := w.write(ctx, ev)
+	if !apierrors.IsForbidden(err) {
+		return out, err
+	}
+	if _, rerr := w.cs.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(ctx); rerr != nil {
+		return out, fmt.Errorf("%w (the API server is not ready: %v)", err, rerr)
+	}
+	*ev = prepared // the second try starts from the prepared record, as a retry does
+	out, err = w.write(ctx, ev)
+	if apierrors.IsForbidden(err) {
+		return out, consumererror.NewPermanent(fmt.Errorf("%w: %w", errForbidden, err))
+	}
+	return out, err
+}
+
 // classify decides what a failed request means: retry later (honouring
 // Retry-After on 429), or drop for good. Only a create's 404 is permanent
 // (the namespace is gone); a patch's or a read's 404 means the object
-// expired, and the retry creates it.
+// expired, and the retry creates it. A 403 is left to writeTrusting403.
 func (w *writer) classify(err error, verb string, ev *k8sevent.Event) error {
 	if err == nil {
 		return nil
@@ -278,7 +312,7 @@ func (w *writer) classify(err error, verb string, ev *k8sevent.Event) error {
 			return throttled{error: err, after: time.Duration(delay) * time.Second}
 		}
 		return err // retry_on_failure's exponential backoff
-	case apierrors.IsBadRequest(err), apierrors.IsForbidden(err), apierrors.IsInvalid(err), tooLarge(err),
+	case apierrors.IsBadRequest(err), apierrors.IsInvalid(err), tooLarge(err),
 		apierrors.IsNotFound(err) && verb == "create", apierrors.IsMethodNotSupported(err):
 		return consumererror.NewPermanent(err)
 	}

@@ -312,6 +312,7 @@ func writeStatus(w http.ResponseWriter, rule Rule) {
 		http.StatusTooManyRequests: "TooManyRequests", http.StatusServiceUnavailable: "ServiceUnavailable",
 		http.StatusGatewayTimeout: "Timeout", http.StatusInternalServerError: "InternalError",
 		http.StatusRequestEntityTooLarge: "RequestEntityTooLarge", http.StatusNotFound: "NotFound",
+		http.StatusForbidden: "Forbidden",
 	}[code]
 	body, _ := json.Marshal(map[string]any{
 		"kind": "Status", "apiVersion": "v1", "status": "Failure", "code": code, "reason": reason,

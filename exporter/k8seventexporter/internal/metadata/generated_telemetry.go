@@ -63,13 +63,13 @@ func NewTelemetryBuilder(settings component.TelemetrySettings, options ...Teleme
 	var err, errs error
 	builder.ExporterK8seventPermanentFailures, err = builder.meter.Int64Counter(
 		"otelcol_exporter_k8sevent_permanent_failures",
-		metric.WithDescription("Records dropped for good, by attribute reason: invalid (cannot become a valid Event), namespace (outside the allowlist), rejected (the API server refused it), conflict (every name the record may use holds an Event that is not its own). [Alpha]"),
+		metric.WithDescription("Records dropped for good, by attribute reason: invalid (cannot become a valid Event), namespace (outside the allowlist), rejected (the API server refused it), conflict (every name the record may use holds an Event that is not its own), forbidden (403 again from an API server that said it is ready: the exporter's RBAC lacks the namespace). [Alpha]"),
 		metric.WithUnit("{records}"),
 	)
 	errs = errors.Join(errs, err)
 	builder.ExporterK8seventRetryableFailures, err = builder.meter.Int64Counter(
 		"otelcol_exporter_k8sevent_retryable_failures",
-		metric.WithDescription("Writes that failed and will be retried, by attribute reason: throttled (429) or error (5xx, timeout, connection). [Alpha]"),
+		metric.WithDescription("Writes that failed and will be retried, by attribute reason: throttled (429), forbidden (403 from an API server that is not ready yet) or error (5xx, timeout, connection). [Alpha]"),
 		metric.WithUnit("{writes}"),
 	)
 	errs = errors.Join(errs, err)

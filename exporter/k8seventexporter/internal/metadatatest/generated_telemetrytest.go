@@ -24,7 +24,7 @@ func NewSettings(tt *componenttest.Telemetry) exporter.Settings {
 func AssertEqualExporterK8seventPermanentFailures(t *testing.T, tt *componenttest.Telemetry, dps []metricdata.DataPoint[int64], opts ...metricdatatest.Option) {
 	want := metricdata.Metrics{
 		Name:        "otelcol_exporter_k8sevent_permanent_failures",
-		Description: "Records dropped for good, by attribute reason: invalid (cannot become a valid Event), namespace (outside the allowlist), rejected (the API server refused it), conflict (every name the record may use holds an Event that is not its own). [Alpha]",
+		Description: "Records dropped for good, by attribute reason: invalid (cannot become a valid Event), namespace (outside the allowlist), rejected (the API server refused it), conflict (every name the record may use holds an Event that is not its own), forbidden (403 again from an API server that said it is ready: the exporter's RBAC lacks the namespace). [Alpha]",
 		Unit:        "{records}",
 		Data: metricdata.Sum[int64]{
 			Temporality: metricdata.CumulativeTemporality,
@@ -40,7 +40,7 @@ func AssertEqualExporterK8seventPermanentFailures(t *testing.T, tt *componenttes
 func AssertEqualExporterK8seventRetryableFailures(t *testing.T, tt *componenttest.Telemetry, dps []metricdata.DataPoint[int64], opts ...metricdatatest.Option) {
 	want := metricdata.Metrics{
 		Name:        "otelcol_exporter_k8sevent_retryable_failures",
-		Description: "Writes that failed and will be retried, by attribute reason: throttled (429) or error (5xx, timeout, connection). [Alpha]",
+		Description: "Writes that failed and will be retried, by attribute reason: throttled (429), forbidden (403 from an API server that is not ready yet) or error (5xx, timeout, connection). [Alpha]",
 		Unit:        "{writes}",
 		Data: metricdata.Sum[int64]{
 			Temporality: metricdata.CumulativeTemporality,
