@@ -50,12 +50,18 @@ var (
 )
 
 func newAuthenticator(set extension.Settings, cfg *Config) (*authenticator, error) {
+	return newAuthenticatorWithClock(set, cfg, time.Now)
+}
+
+// newAuthenticatorWithClock is newAuthenticator on the clock now (the
+// cache's TTLs and tokens' expiry are read on it).
+func newAuthenticatorWithClock(set extension.Settings, cfg *Config, now func() time.Time) (*authenticator, error) {
 	tb, err := metadata.NewTelemetryBuilder(set.TelemetrySettings)
 	if err != nil {
 		return nil, fmt.Errorf("k8stokenauth telemetry: %w", err)
 	}
-	return &authenticator{cfg: cfg, telemetry: tb, now: time.Now,
-		cache: reviewcache.New[[sha256.Size]byte, verdict](cfg.Cache.MaxEntries, time.Now)}, nil
+	return &authenticator{cfg: cfg, telemetry: tb, now: now,
+		cache: reviewcache.New[[sha256.Size]byte, verdict](cfg.Cache.MaxEntries, now)}, nil
 }
 
 func (a *authenticator) Start(context.Context, component.Host) error {

@@ -76,8 +76,8 @@ type PerClientConfig struct {
 	// budget is refused whole as retryable (ResourceExhausted / 429) with
 	// the time to wait.
 	RecordsPerSecond float64 `mapstructure:"records_per_second"`
-	// Burst: records a client may send at once (a request larger than
-	// this needs a full bucket).
+	// Burst: records a client may send at once; a request larger than
+	// this needs a full bucket and is paid in full.
 	Burst int `mapstructure:"burst"`
 	// MaxClients: identities whose buckets are kept; the least recently
 	// seen one goes first and comes back with a full bucket.
@@ -104,7 +104,7 @@ func createDefaultConfig() *Config {
 		QPS:       50,
 		Burst:     100,
 		Cache:     CacheConfig{MaxEntries: 10000, AllowTTL: 5 * time.Minute, DenyTTL: 30 * time.Second},
-		PerClient: PerClientConfig{RecordsPerSecond: 20, Burst: 1000, MaxClients: 10000},
+		PerClient: PerClientConfig{RecordsPerSecond: 20, Burst: 200, MaxClients: 10000},
 	}
 }
 
