@@ -64,6 +64,7 @@ type rig struct {
 	srv        *kubetest.Server
 	kubeconfig string
 	clock      *fakeClock
+	ext        component.Component // the k8stokenauth extension
 	recv       *otlpReceiver
 	sink       *consumertest.LogsSink
 	tel        *componenttest.Telemetry
@@ -72,7 +73,7 @@ type rig struct {
 	conn       *grpc.ClientConn
 }
 
-func newRig(t *testing.T) *rig {
+func newRig(t testing.TB) *rig {
 	srv := kubetest.Start(t)
 	r := &rig{srv: srv, kubeconfig: srv.Kubeconfig(t), clock: &fakeClock{t: time.Now()}}
 	for _, ns := range []string{"a", "b"} {
@@ -84,7 +85,7 @@ func newRig(t *testing.T) *rig {
 
 // serviceAccount makes ServiceAccount ns/name, allowed to create Events
 // (in the API group given) in the namespaces given, and answers its token.
-func (r *rig) serviceAccount(t *testing.T, ns, name, group string, allowedIn ...string) string {
+func (r *rig) serviceAccount(t testing.TB, ns, name, group string, allowedIn ...string) string {
 	t.Helper()
 	ctx := context.Background()
 	cs := r.srv.Clientset()
@@ -97,7 +98,7 @@ func (r *rig) serviceAccount(t *testing.T, ns, name, group string, allowedIn ...
 }
 
 // grant lets ServiceAccount ns/name create Events of group in namespace in.
-func (r *rig) grant(t *testing.T, in, ns, name, group string) {
+func (r *rig) grant(t testing.TB, in, ns, name, group string) {
 	t.Helper()
 	ctx := context.Background()
 	cs := r.srv.Clientset()
@@ -111,16 +112,26 @@ func (r *rig) grant(t *testing.T, in, ns, name, group string) {
 	require.NoError(t, err)
 }
 
-// start runs the receiver (gRPC and HTTP on loopback) until the test ends.
-func (r *rig) start(t *testing.T, mutate func(*Config)) {
+// start runs the receiver (gRPC and HTTP on loopback) until the test
+// ends, with a k8stokenauth extension of its own (authTTL: its cache's
+// allow_ttl; 0: the default).
+func (r *rig) start(t testing.TB, mutate func(*Config)) {
+	r.startWithAuthTTL(t, mutate, 0)
+}
+
+func (r *rig) startWithAuthTTL(t testing.TB, mutate func(*Config), authTTL time.Duration) {
 	t.Helper()
 	ctx := context.Background()
 	authCfg := k8stokenauthextension.NewFactory().CreateDefaultConfig().(*k8stokenauthextension.Config)
 	authCfg.Config = k8sclient.Config{AuthType: k8sclient.AuthKubeConfig, KubeConfig: r.kubeconfig}
+	if authTTL > 0 {
+		authCfg.Cache.AllowTTL = authTTL
+	}
 	ext, err := k8stokenauthextension.NewFactory().Create(ctx, extensiontest.NewNopSettings(authID.Type()), authCfg)
 	require.NoError(t, err)
 	require.NoError(t, ext.Start(ctx, componenttest.NewNopHost()))
 	t.Cleanup(func() { require.NoError(t, ext.Shutdown(ctx)) })
+	r.ext = ext
 
 	cfg := createDefaultConfig()
 	cfg.Config = k8sclient.Config{AuthType: k8sclient.AuthKubeConfig, KubeConfig: r.kubeconfig}
@@ -155,7 +166,7 @@ func (r *rig) start(t *testing.T, mutate func(*Config)) {
 	t.Cleanup(func() { r.conn.Close() })
 }
 
-func loopback(t *testing.T) string {
+func loopback(t testing.TB) string {
 	t.Helper()
 	p, err := childproc.FreePort()
 	require.NoError(t, err)
@@ -175,7 +186,7 @@ func events(namespaces ...string) plog.Logs {
 }
 
 // exportGRPC sends ld with token ("": none).
-func (r *rig) exportGRPC(t *testing.T, token string, ld plog.Logs) (plogotlp.ExportResponse, error) {
+func (r *rig) exportGRPC(t testing.TB, token string, ld plog.Logs) (plogotlp.ExportResponse, error) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -187,7 +198,7 @@ func (r *rig) exportGRPC(t *testing.T, token string, ld plog.Logs) (plogotlp.Exp
 
 // exportHTTP posts ld as protobuf or JSON with token ("": none) and
 // answers the status, the decoded response (on 200) and the headers.
-func (r *rig) exportHTTP(t *testing.T, token string, ld plog.Logs, json bool) (int, plogotlp.ExportResponse, http.Header) {
+func (r *rig) exportHTTP(t testing.TB, token string, ld plog.Logs, json bool) (int, plogotlp.ExportResponse, http.Header) {
 	t.Helper()
 	req := plogotlp.NewExportRequestFromLogs(ld)
 	marshal, contentType := req.MarshalProto, protobufType
