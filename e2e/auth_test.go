@@ -153,7 +153,7 @@ func untilCode(t *testing.T, limit time.Duration, code codes.Code, send func() e
 type tiers struct {
 	tier1, tier2 *collector
 	startTier2   func() *collector
-	grpc, http   string   // tier 1's
+	grpc, http   string // tier 1's
 	tier2Addr    string
 	sinks        []string // tier 2's file sink, one per run
 }

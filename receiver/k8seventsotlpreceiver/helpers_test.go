@@ -157,13 +157,15 @@ func (r *rig) startWithAuthTTL(t testing.TB, mutate func(*Config), authTTL time.
 	r.recv = rcv.(*otlpReceiver)
 	r.recv.now = r.clock.now
 	require.NoError(t, rcv.Start(ctx, host{exts: map[component.ID]component.Component{authID: ext}}))
+	tel := r.tel
 	t.Cleanup(func() {
 		require.NoError(t, rcv.Shutdown(ctx))
-		require.NoError(t, r.tel.Shutdown(ctx))
+		require.NoError(t, tel.Shutdown(ctx))
 	})
-	r.conn, err = grpc.NewClient(r.grpcAddr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	conn, err := grpc.NewClient(r.grpcAddr, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	require.NoError(t, err)
-	t.Cleanup(func() { r.conn.Close() })
+	t.Cleanup(func() { conn.Close() })
+	r.conn = conn
 }
 
 func loopback(t testing.TB) string {
