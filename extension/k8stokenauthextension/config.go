@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/k8sevents/otel-k8sevents/internal/k8sclient"
+	"github.com/k8sevents/otel-k8sevents/internal/reviewcache"
 )
 
 // Config of the k8stokenauth extension. README.md lists every key.
@@ -27,31 +28,14 @@ type Config struct {
 	// a flood of distinct tokens costs the API server at most this.
 	QPS   float32 `mapstructure:"qps"`
 	Burst int     `mapstructure:"burst"`
-	// Cache keeps the API server's answers.
-	Cache CacheConfig `mapstructure:"cache"`
+	// Cache keeps the API server's answers: a token's identity, or that it
+	// is not valid. An accepted token is believed for allow_ttl and never
+	// past its own exp.
+	Cache reviewcache.Config `mapstructure:"cache"`
 
 	// prevent unkeyed literal initialization
 	_ struct{}
 }
-
-// CacheConfig bounds what is remembered of TokenReviews, and for how long.
-type CacheConfig struct {
-	// MaxEntries: tokens remembered; the least recently used goes first.
-	MaxEntries int `mapstructure:"max_entries"`
-	// AllowTTL: how long an accepted token is believed without asking
-	// again, and never past its own expiry: a deleted ServiceAccount or pod
-	// is noticed within this.
-	AllowTTL time.Duration `mapstructure:"allow_ttl"`
-	// DenyTTL: how long a refused token stays refused without asking again.
-	DenyTTL time.Duration `mapstructure:"deny_ttl"`
-}
-
-// The longest TTLs Validate takes: a revoked token must not live on here
-// much longer than the defaults say.
-const (
-	maxAllowTTL = 10 * time.Minute
-	maxDenyTTL  = 5 * time.Minute
-)
 
 func createDefaultConfig() *Config {
 	return &Config{
@@ -60,7 +44,7 @@ func createDefaultConfig() *Config {
 		Timeout:   5 * time.Second,
 		QPS:       50,
 		Burst:     100,
-		Cache:     CacheConfig{MaxEntries: 10000, AllowTTL: 2 * time.Minute, DenyTTL: 30 * time.Second},
+		Cache:     reviewcache.Config{MaxEntries: 10000, AllowTTL: 2 * time.Minute, DenyTTL: 30 * time.Second},
 	}
 }
 
@@ -81,14 +65,6 @@ func (cfg *Config) Validate() error {
 	if cfg.QPS <= 0 || cfg.Burst < 1 {
 		errs = append(errs, fmt.Errorf("qps, burst: must be positive, have %v and %d", cfg.QPS, cfg.Burst))
 	}
-	if cfg.Cache.MaxEntries < 1 {
-		errs = append(errs, fmt.Errorf("cache::max_entries: must be positive, have %d", cfg.Cache.MaxEntries))
-	}
-	if cfg.Cache.AllowTTL < 0 || cfg.Cache.AllowTTL > maxAllowTTL {
-		errs = append(errs, fmt.Errorf("cache::allow_ttl: must be between 0 and %s, have %s", maxAllowTTL, cfg.Cache.AllowTTL))
-	}
-	if cfg.Cache.DenyTTL < 0 || cfg.Cache.DenyTTL > maxDenyTTL {
-		errs = append(errs, fmt.Errorf("cache::deny_ttl: must be between 0 and %s, have %s", maxDenyTTL, cfg.Cache.DenyTTL))
-	}
+	errs = append(errs, cfg.Cache.Validate())
 	return errors.Join(errs...)
 }

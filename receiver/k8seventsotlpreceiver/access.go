@@ -38,12 +38,12 @@ type accessKey struct {
 // Events in a namespace (SubjectAccessReview).
 type access struct {
 	client    kubernetes.Interface
-	cfg       CacheConfig
+	cfg       reviewcache.Config
 	cache     *reviewcache.Cache[accessKey, bool]
 	telemetry *metadata.TelemetryBuilder
 }
 
-func newAccess(client kubernetes.Interface, cfg CacheConfig, tb *metadata.TelemetryBuilder, now func() time.Time) *access {
+func newAccess(client kubernetes.Interface, cfg reviewcache.Config, tb *metadata.TelemetryBuilder, now func() time.Time) *access {
 	return &access{client: client, cfg: cfg, telemetry: tb, cache: reviewcache.New[accessKey, bool](cfg.MaxEntries, now)}
 }
 

@@ -12,6 +12,7 @@ import (
 
 	"github.com/k8sevents/otel-k8sevents/internal/k8sclient"
 	"github.com/k8sevents/otel-k8sevents/internal/k8sevent"
+	"github.com/k8sevents/otel-k8sevents/internal/reviewcache"
 )
 
 // Config of the k8seventsotlp receiver. README.md lists every key.
@@ -32,8 +33,10 @@ type Config struct {
 	// QPS and Burst cap the SubjectAccessReviews sent.
 	QPS   float32 `mapstructure:"qps"`
 	Burst int     `mapstructure:"burst"`
-	// Cache keeps the API server's answers per identity and namespace.
-	Cache CacheConfig `mapstructure:"cache"`
+	// Cache keeps the API server's answers per identity and namespace:
+	// allow_ttl bounds how long a Role taken away still lets records
+	// through, deny_ttl how long a Role granted is not yet seen.
+	Cache reviewcache.Config `mapstructure:"cache"`
 
 	// PerClient limits each authenticated client's records.
 	PerClient PerClientConfig `mapstructure:"per_client"`
@@ -57,19 +60,6 @@ type Protocols struct {
 	_ struct{}
 }
 
-// CacheConfig bounds what is remembered of SubjectAccessReviews.
-type CacheConfig struct {
-	// MaxEntries: (identity, namespace) answers remembered; the least
-	// recently used goes first.
-	MaxEntries int `mapstructure:"max_entries"`
-	// AllowTTL: how long an allowed (identity, namespace) is believed: a
-	// Role taken away takes effect within this.
-	AllowTTL time.Duration `mapstructure:"allow_ttl"`
-	// DenyTTL: how long a denied one stays denied: a Role granted takes
-	// effect within this.
-	DenyTTL time.Duration `mapstructure:"deny_ttl"`
-}
-
 // PerClientConfig is a token bucket of records per authenticated identity.
 type PerClientConfig struct {
 	// RecordsPerSecond a client may send on average; a request over its
@@ -83,11 +73,6 @@ type PerClientConfig struct {
 	// seen one goes first and comes back with a full bucket.
 	MaxClients int `mapstructure:"max_clients"`
 }
-
-const (
-	maxAllowTTL = 10 * time.Minute
-	maxDenyTTL  = 5 * time.Minute
-)
 
 func createDefaultConfig() *Config {
 	grpc := configgrpc.NewDefaultServerConfig()
@@ -103,7 +88,7 @@ func createDefaultConfig() *Config {
 		Timeout:   5 * time.Second,
 		QPS:       50,
 		Burst:     100,
-		Cache:     CacheConfig{MaxEntries: 10000, AllowTTL: 5 * time.Minute, DenyTTL: 30 * time.Second},
+		Cache:     reviewcache.Config{MaxEntries: 10000, AllowTTL: 5 * time.Minute, DenyTTL: 30 * time.Second},
 		PerClient: PerClientConfig{RecordsPerSecond: 20, Burst: 200, MaxClients: 10000},
 	}
 }
@@ -127,15 +112,7 @@ func (cfg *Config) Validate() error {
 	if cfg.QPS <= 0 || cfg.Burst < 1 {
 		errs = append(errs, fmt.Errorf("qps, burst: must be positive, have %v and %d", cfg.QPS, cfg.Burst))
 	}
-	if cfg.Cache.MaxEntries < 1 {
-		errs = append(errs, fmt.Errorf("cache::max_entries: must be positive, have %d", cfg.Cache.MaxEntries))
-	}
-	if cfg.Cache.AllowTTL < 0 || cfg.Cache.AllowTTL > maxAllowTTL {
-		errs = append(errs, fmt.Errorf("cache::allow_ttl: must be between 0 and %s, have %s", maxAllowTTL, cfg.Cache.AllowTTL))
-	}
-	if cfg.Cache.DenyTTL < 0 || cfg.Cache.DenyTTL > maxDenyTTL {
-		errs = append(errs, fmt.Errorf("cache::deny_ttl: must be between 0 and %s, have %s", maxDenyTTL, cfg.Cache.DenyTTL))
-	}
+	errs = append(errs, cfg.Cache.Validate())
 	if cfg.PerClient.RecordsPerSecond <= 0 {
 		errs = append(errs, fmt.Errorf("per_client::records_per_second: must be positive, have %v", cfg.PerClient.RecordsPerSecond))
 	}
