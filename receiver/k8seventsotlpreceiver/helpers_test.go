@@ -3,11 +3,13 @@ package k8seventsotlpreceiver
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -17,6 +19,7 @@ import (
 	"go.opentelemetry.io/collector/config/configauth"
 	"go.opentelemetry.io/collector/config/confighttp"
 	"go.opentelemetry.io/collector/config/configoptional"
+	"go.opentelemetry.io/collector/consumer"
 	"go.opentelemetry.io/collector/consumer/consumertest"
 	"go.opentelemetry.io/collector/extension/extensiontest"
 	"go.opentelemetry.io/collector/pdata/plog"
@@ -67,6 +70,7 @@ type rig struct {
 	ext        component.Component // the k8stokenauth extension
 	recv       *otlpReceiver
 	sink       *consumertest.LogsSink
+	refuseNext atomic.Int32 // the next this many requests' records are refused by the next consumer (retryable)
 	tel        *componenttest.Telemetry
 	grpcAddr   string
 	httpURL    string
@@ -152,7 +156,14 @@ func (r *rig) startWithAuthTTL(t testing.TB, mutate func(*Config), authTTL time.
 	set := receivertest.NewNopSettings(metadata.Type)
 	set.TelemetrySettings = r.tel.NewTelemetrySettings()
 	r.sink = new(consumertest.LogsSink)
-	rcv, err := NewFactory().CreateLogs(ctx, set, cfg, r.sink)
+	next, err := consumer.NewLogs(func(ctx context.Context, ld plog.Logs) error {
+		if r.refuseNext.Add(-1) >= 0 {
+			return errors.New("the pipeline is full")
+		}
+		return r.sink.ConsumeLogs(ctx, ld)
+	})
+	require.NoError(t, err)
+	rcv, err := NewFactory().CreateLogs(ctx, set, cfg, next)
 	require.NoError(t, err)
 	r.recv = rcv.(*otlpReceiver)
 	r.recv.now = r.clock.now

@@ -204,3 +204,27 @@ func TestAPIServerUnavailableIsRetryable(t *testing.T) {
 	assert.Len(t, r.received(), 1)
 	assert.Positive(t, r.counter(accessReviews, "outcome", "error"))
 }
+
+// TestNextConsumerRefusalIsRetryable: when the pipeline refuses a request's
+// allowed records (a full queue, memory_limiter), the whole request is
+// refused as retryable (gRPC Unavailable, HTTP 503) and its refusals are
+// not counted yet; when the sender retries, the allowed records go on
+// once and the refused ones are counted once.
+func TestNextConsumerRefusalIsRetryable(t *testing.T) {
+	r := newRig(t)
+	token := r.serviceAccount(t, "a", "app", "", "a")
+	r.start(t, nil)
+	r.refuseNext.Store(2)
+	_, err := r.exportGRPC(t, token, events("a", "b"))
+	assert.Equal(t, codes.Unavailable, status.Code(err), "%v", err)
+	code, _, _ := r.exportHTTP(t, token, events("a", "b"), false)
+	assert.Equal(t, http.StatusServiceUnavailable, code)
+	assert.Empty(t, r.received())
+	assert.Zero(t, r.counter(refusedRecords, "reason", reasonForbidden), "not counted before the request is taken")
+
+	resp, err := r.exportGRPC(t, token, events("a", "b"))
+	require.NoError(t, err)
+	assert.Equal(t, int64(1), resp.PartialSuccess().RejectedLogRecords())
+	assert.Equal(t, []string{"a " + appA + " east/uid-east"}, r.received(), "the allowed record, once")
+	assert.Equal(t, int64(1), r.counter(refusedRecords, "reason", reasonForbidden), "the refused record, once")
+}
