@@ -44,7 +44,8 @@ lint:
 	cd recorder && $(GO) vet -race ./...
 
 ## bench: speed and memory next to client-go, the write-count and spam-filter reports per storm,
-## the exporter's writes, freshness and peak RSS under hostile input on the built collector.
+## the exporter's writes, freshness and peak RSS under hostile input on the built collector, what authentication
+## and authorization cost and how one client's flood delays another's first Event.
 bench: apiserver otelcol
 	$(GO) test -run XXX -bench 'ConsumeLogs|Churn' -benchtime 1s -count 3 ./processor/eventseriesprocessor/
 	$(GO) test -run XXX -bench RetainedHeap -benchtime 2x ./processor/eventseriesprocessor/
@@ -54,7 +55,8 @@ bench: apiserver otelcol
 	cd recorder && $(GO) test -run XXX -bench Eventf -benchtime 100000x -count 3 .
 	cd recorder && $(GO) test -run XXX -bench Storm100k -benchtime 1x -count 3 .
 	$(GO) test -run XXX -bench BenchmarkWrites -benchtime 2000x ./exporter/k8seventexporter/
-	$(GO) test -run XXX -bench 'BenchmarkFreshness|BenchmarkHostileFieldsPeakRSS' -benchtime 1x -timeout 20m ./e2e/
+	$(GO) test -run XXX -bench 'BenchmarkFreshness|BenchmarkHostileFieldsPeakRSS|BenchmarkAuthFairness' -benchtime 1x -timeout 20m ./e2e/
+	$(GO) test -run XXX -bench BenchmarkAuthCost -benchtime 1x ./receiver/k8seventsotlpreceiver/
 
 ## fuzz: a short coverage-guided run of every fuzz target (the seed corpora run in `make test`).
 fuzz:

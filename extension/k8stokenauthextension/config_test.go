@@ -1,0 +1,55 @@
+package k8stokenauthextension
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/confmap"
+)
+
+// TestConfigKeysAndDefaults: every key of the README is read from YAML
+// under its name; the defaults are the README's.
+func TestConfigKeysAndDefaults(t *testing.T) {
+	def := createDefaultConfig()
+	require.NoError(t, def.Validate())
+	assert.Equal(t, []string{"otel-k8sevents"}, def.Audiences)
+	assert.Equal(t, 2*time.Minute, def.Cache.AllowTTL)
+	assert.Equal(t, 30*time.Second, def.Cache.DenyTTL)
+
+	cfg := createDefaultConfig()
+	require.NoError(t, confmap.NewFromStringMap(map[string]any{
+		"auth_type": "kubeConfig", "kubeconfig": "/k", "context": "c", "audiences": []any{"x", "y"},
+		"timeout": "1s", "qps": 7, "burst": 9,
+		"cache": map[string]any{"max_entries": 5, "allow_ttl": "1m", "deny_ttl": "10s"},
+	}).Unmarshal(cfg))
+	require.NoError(t, cfg.Validate())
+	assert.Equal(t, []string{"x", "y"}, cfg.Audiences)
+	assert.Equal(t, "/k", cfg.KubeConfig)
+	assert.Equal(t, time.Second, cfg.Timeout)
+	assert.Equal(t, float32(7), cfg.QPS)
+	assert.Equal(t, 9, cfg.Burst)
+	assert.Equal(t, 5, cfg.Cache.MaxEntries)
+	assert.Equal(t, time.Minute, cfg.Cache.AllowTTL)
+	assert.Equal(t, 10*time.Second, cfg.Cache.DenyTTL)
+}
+
+func TestValidateNamesTheKey(t *testing.T) {
+	for key, mutate := range map[string]func(*Config){
+		"audiences":           func(c *Config) { c.Audiences = nil },
+		"audiences: an empty": func(c *Config) { c.Audiences = []string{""} },
+		"timeout":             func(c *Config) { c.Timeout = 0 },
+		"qps, burst":          func(c *Config) { c.Burst = 0 },
+		"cache::max_entries":  func(c *Config) { c.Cache.MaxEntries = 0 },
+		"cache::allow_ttl":    func(c *Config) { c.Cache.AllowTTL = time.Hour },
+		"cache::deny_ttl":     func(c *Config) { c.Cache.DenyTTL = -time.Second },
+		"auth_type":           func(c *Config) { c.AuthType = "token" },
+	} {
+		cfg := createDefaultConfig()
+		mutate(cfg)
+		err := cfg.Validate()
+		require.Error(t, err, key)
+		assert.Contains(t, err.Error(), key)
+	}
+}
