@@ -43,6 +43,7 @@ type tier2Rig struct {
 	controller  string
 	finishAfter string   // the processor's series.finish_after; "": the default (6m)
 	env         []string // more environment for the tier-2 pods
+	acc         tierAccess
 	pods        []*tier2Pod
 	occs        []storm.Occurrence
 	truth       map[objectReason]int64
@@ -55,6 +56,7 @@ func newTier2Rig(ctx context.Context, t *testing.T, name string, pods int, finis
 	rig := &tier2Rig{srv: kubetest.Start(t), controller: "k8sevents.io/e2e-handover-" + name, finishAfter: finishAfter,
 		occs: faultStorm(t, 3*time.Minute, 90*time.Second, 6*time.Second), truth: map[objectReason]int64{}}
 	rig.cs = rig.srv.Clientset()
+	rig.acc = newTierAccess(t, rig.srv)
 	require.NoError(t, stormsend.EnsureNamespaces(ctx, rig.cs, rig.occs))
 	for i := range rig.occs {
 		o := &rig.occs[i]
@@ -80,6 +82,7 @@ func (rig *tier2Rig) start(t *testing.T, p *tier2Pod) {
 	env := []string{"K8S_AUTH_TYPE=kubeConfig", "KUBECONFIG=" + rig.srv.Kubeconfig(t), "K8S_QPS=1000", "K8S_BURST=1000",
 		"OTLP_GRPC_ENDPOINT=" + p.grpc, "OTLP_HTTP_ENDPOINT=" + p.http, "STORAGE_DIR=" + filepath.Join(p.dir, "storage"),
 		"REPORTING_CONTROLLER=" + rig.controller, fmt.Sprintf("REPORTING_INSTANCE=otelcol-tier2-%d", p.index)}
+	env = append(env, rig.acc.tls.env()...)
 	overlays := []string{sinkOverlay(sinkFile(p.dir, p.runs), "k8sevents")}
 	if rig.finishAfter != "" {
 		// adopt_window is finish_after in the records' time: the replay
@@ -101,8 +104,9 @@ func (rig *tier2Rig) tier1(t *testing.T, pods ...*tier2Pod) (*collector, string)
 		ring = append(ring, p.grpc)
 	}
 	endpoint := loopback(t)
-	c := startCollectorEnv(t, t.TempDir(), readyConfig(t, "tier1-loadbalancer.yaml"), []string{"OTLP_GRPC_ENDPOINT=" + endpoint,
-		"OTLP_HTTP_ENDPOINT=" + loopback(t), "TIER2_ENDPOINTS=[" + strings.Join(ring, ", ") + "]"})
+	c := startCollectorEnv(t, t.TempDir(), readyConfig(t, "tier1-loadbalancer.yaml"), append([]string{"OTLP_GRPC_ENDPOINT=" + endpoint,
+		"OTLP_HTTP_ENDPOINT=" + loopback(t), "TIER2_ENDPOINTS=[" + strings.Join(ring, ", ") + "]",
+		"K8S_AUTH_TYPE=kubeConfig", "KUBECONFIG=" + rig.srv.Kubeconfig(t)}, rig.acc.ingestEnv()...))
 	return c, endpoint
 }
 
@@ -228,7 +232,7 @@ func tier2Restart(t *testing.T, name string, crash bool) (rig *tier2Rig, r tier2
 	rig = newTier2Rig(ctx, t, name, 3, "")
 	lb, endpoint := rig.tier1(t, rig.pods...)
 	var log sendLog
-	done := send(ctx, endpoint, rig.occs, &log)
+	done := send(rig.acc.withToken(ctx), endpoint, rig.occs, &log)
 
 	victim := rig.pods[1]
 	eventually(t, time.Minute, func() (bool, string) {
@@ -338,7 +342,7 @@ func TestHandOverTier2Scale(t *testing.T) {
 	var log sendLog
 	phase := func(parts []storm.Occurrence, pods ...*tier2Pod) {
 		lb, endpoint := rig.tier1(t, pods...)
-		require.NoError(t, <-send(ctx, endpoint, parts, &log))
+		require.NoError(t, <-send(rig.acc.withToken(ctx), endpoint, parts, &log))
 		require.NoError(t, lb.Stop(time.Minute), "tier 1 drains its queues")
 	}
 	phase(parts[0], rig.pods...)

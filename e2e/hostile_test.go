@@ -44,13 +44,15 @@ func TestHostileNestedPayload(t *testing.T) {
 	srv := kubetest.Start(t)
 	grpcAddr, httpAddr := loopback(t), loopback(t)
 	const controller = "k8sevents.io/e2e-hostile"
-	c := startCollectorEnv(t, t.TempDir(), readyConfig(t, "otlp-ingestion.yaml"), []string{
+	acc := newTierAccess(t, srv) // a token that may create Events: the payloads get past authentication
+	c := startCollectorEnv(t, t.TempDir(), readyConfig(t, "otlp-ingestion.yaml"), append([]string{
 		"K8S_AUTH_TYPE=kubeConfig", "KUBECONFIG=" + srv.Kubeconfig(t),
 		"OTLP_GRPC_ENDPOINT=" + grpcAddr, "OTLP_HTTP_ENDPOINT=" + httpAddr,
 		"REPORTING_CONTROLLER=" + controller,
-	})
+	}, acc.ingestEnv()...))
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
+	ctx = acc.withToken(ctx)
 
 	conn, err := grpc.NewClient(grpcAddr, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	require.NoError(t, err)
@@ -62,15 +64,15 @@ func TestHostileNestedPayload(t *testing.T) {
 	require.Greater(t, len(bomb), 1<<20, "over the cap decompressed")
 	require.Less(t, len(bombGz), 64<<10, "far under the cap compressed")
 	require.Error(t, exportRaw(ctx, conn, bomb, grpc.UseCompressor("gzip")), "grpc+gzip: over the cap once decompressed")
-	require.NotZero(t, requireRefusedHTTP(ctx, t, httpAddr, bomb, true), "http+gzip: a 4 KB body is read and answered, not cut off")
+	require.NotZero(t, requireRefusedHTTP(ctx, t, httpAddr, acc.token, bomb, true), "http+gzip: a 4 KB body is read and answered, not cut off")
 	requireRunning(t, c)
 
 	deep := nestedLogsRequest(2_000_000)
 	require.Greater(t, len(deep), 19<<20-1<<20, "the payload of the report")
 	require.Error(t, exportRaw(ctx, conn, deep), "grpc: over the cap")
 	require.Error(t, exportRaw(ctx, conn, deep, grpc.UseCompressor("gzip")), "grpc+gzip: over the cap once decompressed")
-	requireRefusedHTTP(ctx, t, httpAddr, deep, false)
-	requireRefusedHTTP(ctx, t, httpAddr, deep, true)
+	requireRefusedHTTP(ctx, t, httpAddr, acc.token, deep, false)
+	requireRefusedHTTP(ctx, t, httpAddr, acc.token, deep, true)
 	requireRunning(t, c)
 
 	under := nestedLogsRequest(100_000)
@@ -159,9 +161,10 @@ func bombLogsRequest(t *testing.T, size int) []byte {
 	return b
 }
 
-// requireRefusedHTTP sends body and requires it refused: an answer of 400
-// or more (its status is returned), or the connection closed (0).
-func requireRefusedHTTP(ctx context.Context, t *testing.T, addr string, body []byte, gz bool) int {
+// requireRefusedHTTP sends body with token and requires it refused, and
+// not for the token: an answer of 400 or more but 401 (its status is
+// returned), or the connection closed (0).
+func requireRefusedHTTP(ctx context.Context, t *testing.T, addr, token string, body []byte, gz bool) int {
 	t.Helper()
 	if gz {
 		body = gzipped(t, body)
@@ -172,12 +175,14 @@ func requireRefusedHTTP(ctx context.Context, t *testing.T, addr string, body []b
 	if gz {
 		req.Header.Set("Content-Encoding", "gzip")
 	}
+	req.Header.Set("Authorization", "Bearer "+token)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil { // the server may also close the connection on an oversized body
 		return 0
 	}
 	resp.Body.Close()
 	require.GreaterOrEqual(t, resp.StatusCode, 400, "http (gzip %v): %s", gz, resp.Status)
+	require.NotEqual(t, http.StatusUnauthorized, resp.StatusCode, "refused for its size, not its token")
 	return resp.StatusCode
 }
 
@@ -223,12 +228,14 @@ func BenchmarkHostileFieldsPeakRSS(b *testing.B) {
 func hostileFieldsRun(b *testing.B, records int) int64 {
 	srv := kubetest.Start(b)
 	grpcAddr := loopback(b)
-	c := startCollectorEnv(b, b.TempDir(), readyConfig(b, "otlp-ingestion.yaml"), []string{
+	acc := newTierAccess(b, srv)
+	c := startCollectorEnv(b, b.TempDir(), readyConfig(b, "otlp-ingestion.yaml"), append([]string{
 		"K8S_AUTH_TYPE=kubeConfig", "KUBECONFIG=" + srv.Kubeconfig(b),
 		"OTLP_GRPC_ENDPOINT=" + grpcAddr, "OTLP_HTTP_ENDPOINT=" + loopback(b),
-	})
+	}, acc.ingestEnv()...))
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
+	ctx = acc.withToken(ctx)
 	conn, err := grpc.NewClient(grpcAddr, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	require.NoError(b, err)
 	defer conn.Close()

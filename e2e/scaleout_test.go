@@ -6,12 +6,14 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"google.golang.org/grpc/credentials"
 	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
@@ -41,8 +43,9 @@ func TestScaleOut(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	require.NoError(t, stormsend.EnsureNamespaces(ctx, cs, occs))
-	env := []string{"K8S_AUTH_TYPE=kubeConfig", "KUBECONFIG=" + srv.Kubeconfig(t),
-		"EVENTSERIES_TIME_SOURCE=event", "K8S_QPS=1000", "K8S_BURST=1000"}
+	acc := newTierAccess(t, srv)
+	env := append([]string{"K8S_AUTH_TYPE=kubeConfig", "KUBECONFIG=" + srv.Kubeconfig(t),
+		"EVENTSERIES_TIME_SOURCE=event", "K8S_QPS=1000", "K8S_BURST=1000"}, acc.ingestEnv()...)
 	truth := map[objectReason]int64{}
 	for i := range occs {
 		o := &occs[i]
@@ -56,7 +59,7 @@ func TestScaleOut(t *testing.T) {
 	singleEnv := append(env, "OTLP_GRPC_ENDPOINT="+endpoint, "OTLP_HTTP_ENDPOINT="+loopback(t), "STORAGE_DIR="+filepath.Join(singleDir, "storage"),
 		"REPORTING_CONTROLLER=k8sevents.io/e2e-single", "REPORTING_INSTANCE=single")
 	single := startCollectorEnv(t, singleDir, tier2, singleEnv)
-	sendAll(ctx, t, endpoint, occs)
+	sendAll(ctx, t, endpoint, occs, acc.tier2Credentials(t)) // as tier 1 connects
 	// A stop leaves the exporter's backlog in its persistent queue, which
 	// the next start writes in another order (a later record of an object
 	// first, the earlier ones then stale): fewer writes, by as much as the
@@ -86,9 +89,9 @@ func TestScaleOut(t *testing.T) {
 		backends, dirs = append(backends, ep), append(dirs, dir)
 	}
 	endpoint = loopback(t)
-	lb := startCollectorEnv(t, t.TempDir(), tier1, []string{"OTLP_GRPC_ENDPOINT=" + endpoint, "OTLP_HTTP_ENDPOINT=" + loopback(t),
-		"TIER2_ENDPOINTS=[" + strings.Join(backends, ", ") + "]"})
-	sendAll(ctx, t, endpoint, occs)
+	lb := startCollectorEnv(t, t.TempDir(), tier1, append(slices.Clone(env), "OTLP_GRPC_ENDPOINT="+endpoint, "OTLP_HTTP_ENDPOINT="+loopback(t),
+		"TIER2_ENDPOINTS=["+strings.Join(backends, ", ")+"]"))
+	sendAll(acc.withToken(ctx), t, endpoint, occs, nil)
 	// Tier 1 first: its queues drain into tier 2, which then flushes.
 	require.NoError(t, lb.Stop(time.Minute))
 	split := make([]float64, len(tier2s))
@@ -170,10 +173,11 @@ func readyConfig(t testing.TB, name string) string {
 func loopback(t testing.TB) string { return fmt.Sprintf("127.0.0.1:%d", freePort(t)) }
 
 // sendAll replays the storm as fast as the collector takes it, with its own
-// timestamps, and requires every record accepted.
-func sendAll(ctx context.Context, t *testing.T, endpoint string, occs []storm.Occurrence) {
+// timestamps, and requires every record accepted; creds: the connection's
+// TLS (nil: plaintext).
+func sendAll(ctx context.Context, t *testing.T, endpoint string, occs []storm.Occurrence, creds credentials.TransportCredentials) {
 	t.Helper()
-	st, err := stormsend.OTLP(ctx, endpoint, occs, stormsend.Options{MaxDuration: 2 * time.Minute})
+	st, err := stormsend.OTLP(ctx, endpoint, occs, stormsend.Options{MaxDuration: 2 * time.Minute, Credentials: creds})
 	require.NoError(t, err)
 	require.Equal(t, int64(len(occs)), st.Writes, "records accepted by %s", endpoint)
 	require.Zero(t, st.Failures)

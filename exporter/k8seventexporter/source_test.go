@@ -2,6 +2,7 @@ package k8seventexporter
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -10,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/component/componenttest"
 	"go.opentelemetry.io/collector/exporter"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/k8sevents/otel-k8sevents/internal/k8sevent"
@@ -84,4 +86,39 @@ func TestMarksTheSourceCluster(t *testing.T) {
 			assert.Equal(t, want, got.Annotations, name)
 		}
 	})
+}
+
+// TestSourceFollowsTheForcedReporter: a record claiming kubelet as its
+// source (component and host) is written with the exporter's reporting
+// controller and instance as its source too, in both APIs, so kubectl
+// describe ("From", source.component first) never shows an app's Event
+// as kubelet's; with override_reporting false, the record's own source
+// and controller are kept.
+func TestSourceFollowsTheForcedReporter(t *testing.T) {
+	r := newRig(t)
+	for _, override := range []bool{true, false} {
+		for _, api := range []string{k8sevent.APIEventsV1, k8sevent.APICoreV1} {
+			name := fmt.Sprintf("web-1.claims-kubelet-%v-%s", override, strings.ReplaceAll(strings.ReplaceAll(api, "/", "-"), ".k8s.io", ""))
+			t.Run(name, func(t *testing.T) {
+				exp, tel := r.start(t, func(c *Config) {
+					c.API, c.OverrideReporting, c.ReportingInstance = api, override, "collector-0"
+				})
+				ev := record(name, k8sevent.StateSingleton, 1, t0) // claims kubelet on node-1
+				send(t, exp, ev)
+				require.Eventually(t, func() bool { return createdOrAdopted(t, tel) == 1 }, 30*time.Second, 20*time.Millisecond)
+				got, err := r.srv.Clientset().CoreV1().Events("shop").Get(context.Background(), name, metav1.GetOptions{})
+				require.NoError(t, err)
+				want := corev1.EventSource{Component: "k8sevents.io/exporter", Host: "collector-0"}
+				if !override {
+					want = corev1.EventSource{Component: "kubelet", Host: "node-1"}
+				}
+				assert.Equal(t, want.Component, got.ReportingController)
+				if api == k8sevent.APICoreV1 {
+					assert.Equal(t, want, got.Source, "core/v1 source")
+				} else {
+					assert.Empty(t, got.Source, "events.k8s.io/v1 writes no source")
+				}
+			})
+		}
+	}
 }

@@ -136,6 +136,11 @@ func (w *writer) prepare(ev *k8sevent.Event, instance string) error {
 	if ev.ReportingInstance == "" || w.cfg.OverrideReporting && w.cfg.ReportingController != "" {
 		ev.ReportingInstance = instance
 	}
+	if w.cfg.OverrideReporting && w.cfg.ReportingController != "" {
+		// kubectl describe shows source.component before the reporting
+		// controller: a record that claims kubelet must not read as kubelet's.
+		ev.SourceComponent, ev.SourceHost = ev.ReportingController, ev.ReportingInstance
+	}
 	if ev.Action == "" {
 		ev.Action = ev.Reason // events.k8s.io requires one; the reason is the closest
 	}

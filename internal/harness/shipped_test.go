@@ -16,6 +16,8 @@ func TestShippedCodeImportsNoHarness(t *testing.T) {
 		module+"/processor/eventseriesprocessor",
 		module+"/exporter/k8seventexporter",
 		module+"/connector/eventsumconnector",
+		module+"/receiver/k8seventsotlpreceiver",
+		module+"/extension/k8stokenauthextension",
 	).CombinedOutput()
 	if err != nil {
 		t.Fatalf("go list -deps: %v\n%s", err, out)

@@ -105,7 +105,7 @@ func (c *Cluster) prepareAPIServer(opts *Options) error {
 		return err
 	}
 
-	saKey := filepath.Join(c.dir, "sa.key")
+	saKey := filepath.Join(c.dir, serviceAccountKeyFile)
 	key, err := rsa.GenerateKey(rand.Reader, 2048)
 	if err != nil {
 		return fmt.Errorf("service account key: %w", err)

@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	authnv1 "k8s.io/api/authentication/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
@@ -190,3 +192,30 @@ func (s *Server) StopAPIServer() error { return s.c.StopAPIServer() }
 // get ready, the process is stopped and an error returned. It is safe to call
 // from any goroutine.
 func (s *Server) StartAPIServer() error { return s.c.StartAPIServer() }
+
+// ServiceAccountToken asks the API server for a token of ServiceAccount
+// namespace/name (TokenRequest) issued for audiences, valid for ttl
+// (at least 10 minutes, the API server's minimum).
+func (s *Server) ServiceAccountToken(t testing.TB, namespace, name string, ttl time.Duration, audiences ...string) string {
+	t.Helper()
+	secs := int64(ttl / time.Second)
+	tr, err := s.Clientset().CoreV1().ServiceAccounts(namespace).CreateToken(context.Background(), name, &authnv1.TokenRequest{
+		Spec: authnv1.TokenRequestSpec{Audiences: audiences, ExpirationSeconds: &secs},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("kubetest: token of %s/%s: %v", namespace, name, err)
+	}
+	return tr.Status.Token
+}
+
+// ExpiredToken is token (issued by this API server) as it would be had it
+// been issued an hour earlier: the same claims and a valid signature, but
+// expired a minute ago (kubelocal.Cluster.ResignedToken).
+func (s *Server) ExpiredToken(t testing.TB, token string) string {
+	t.Helper()
+	expired, err := s.c.ResignedToken(token, time.Now().Add(-time.Minute))
+	if err != nil {
+		t.Fatalf("kubetest: %v", err)
+	}
+	return expired
+}

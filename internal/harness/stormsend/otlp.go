@@ -23,8 +23,9 @@ const (
 	exportTries   = 8 // backoff from 100 ms, doubling: about 13 s of retries, enough for a collector to start
 )
 
-// OTLP sends the occurrences as OTLP logs over insecure gRPC to endpoint
-// (host:port), encoded per the log-record contract, one ResourceLogs per
+// OTLP sends the occurrences as OTLP logs over gRPC to endpoint
+// (host:port), plaintext unless opts.Credentials says otherwise, with the
+// outgoing metadata of ctx (a bearer token), encoded per the log-record contract, one ResourceLogs per
 // record as contrib's k8s_events receiver sends them, at most 100 records a
 // request, in stream order. A request the collector refuses for a passing
 // reason (unavailable, resource exhausted) is retried with backoff; one
@@ -34,7 +35,11 @@ func OTLP(ctx context.Context, endpoint string, occs []storm.Occurrence, opts Op
 	if err != nil {
 		return Stats{}, err
 	}
-	conn, err := grpc.NewClient(endpoint, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	creds := opts.Credentials
+	if creds == nil {
+		creds = insecure.NewCredentials()
+	}
+	conn, err := grpc.NewClient(endpoint, grpc.WithTransportCredentials(creds))
 	if err != nil {
 		return r.finish(ctx, fmt.Errorf("otlp endpoint %s: %w", endpoint, err))
 	}

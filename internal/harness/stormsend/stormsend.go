@@ -13,6 +13,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"google.golang.org/grpc/credentials"
+
 	"github.com/k8sevents/otel-k8sevents/internal/ctxwait"
 	"github.com/k8sevents/otel-k8sevents/internal/harness/storm"
 )
@@ -26,6 +28,8 @@ type Options struct {
 	MaxDuration time.Duration // hard bound on the replay's wall time; 0 means 10 minutes
 	Restamp     bool          // occurrence times become "now" (wall time when sent), for processing-time pipelines
 	Progress    func(Stats)   // called at most once a second and once at the end; nil: none
+	// Credentials of OTLP's gRPC connection (TLS); nil: plaintext.
+	Credentials credentials.TransportCredentials
 }
 
 // Stats is what a replay did.

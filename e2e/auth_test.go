@@ -1,0 +1,240 @@
+package e2e
+
+import (
+	"context"
+	"maps"
+	"net/http"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/plog"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+const (
+	refusedRecords = "otelcol_receiver_k8seventsotlp_refused_records"
+	authRefusals   = "otelcol_extension_k8stokenauth_refusals"
+)
+
+// TestAuthIngestion runs the ready otlp-ingestion.yaml (apps → k8stokenauth
+// + k8seventsotlp → eventseries → k8sevents) on a real API server with
+// real ServiceAccounts and TokenRequest tokens, its caches' TTLs shortened
+// to seconds (shortTTLs).
+func TestAuthIngestion(t *testing.T) {
+	t.Parallel()
+	binary(t)
+	r := newAuthRig(t, "a", "b")
+	app := r.serviceAccount(t, "a", "app", "a")
+	const controller = "k8sevents.io/e2e-auth"
+	grpcAddr, httpAddr := loopback(t), loopback(t)
+	c := startCollectorEnv(t, t.TempDir(), readyConfig(t, "otlp-ingestion.yaml"), append(r.kubeEnv(t),
+		"OTLP_GRPC_ENDPOINT="+grpcAddr, "OTLP_HTTP_ENDPOINT="+httpAddr, "REPORTING_CONTROLLER="+controller), shortTTLs)
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	conn := dial(t, grpcAddr, nil)
+	want := map[string]int64{} // what is allowed, to be written exactly
+
+	// A ServiceAccount allowed in a: its records for a written, those for
+	// b refused (partial success) and counted, over gRPC and HTTP.
+	t.Run("allowed namespace written, other refused", func(t *testing.T) {
+		ld := appendOccurrences(plog.NewLogs(), "a", "web-g", "Started", 5, nil)
+		resp, err := exportAs(ctx, conn, app, appendOccurrences(ld, "b", "web-g", "Started", 3, nil))
+		require.NoError(t, err)
+		assert.Equal(t, int64(3), resp.PartialSuccess().RejectedLogRecords())
+		assert.Contains(t, resp.PartialSuccess().ErrorMessage(), "system:serviceaccount:a:app may not create events in namespace b")
+		code, hresp := postAs(ctx, t, httpAddr, app, appendOccurrences(appendOccurrences(plog.NewLogs(), "b", "web-h", "Pulled", 2, nil), "a", "web-h", "Pulled", 4, nil))
+		require.Equal(t, http.StatusOK, code)
+		assert.Equal(t, int64(2), hresp.PartialSuccess().RejectedLogRecords())
+		want["a/web-g/Started"], want["a/web-h/Pulled"] = 5, 4
+		assert.Equal(t, 5.0, c.scrape(t).Sum(refusedRecords, "reason=forbidden"))
+	})
+
+	// Refused before any record is looked at: no token, a token for
+	// another audience, an expired one (gRPC Unauthenticated, HTTP 401).
+	t.Run("no token, wrong audience, expired token refused", func(t *testing.T) {
+		for name, token := range map[string]string{
+			"no token":       "",
+			"wrong audience": r.srv.ServiceAccountToken(t, "a", "app", time.Hour, "someone-else"),
+			"expired":        r.srv.ExpiredToken(t, app),
+		} {
+			_, err := exportAs(ctx, conn, token, appendOccurrences(plog.NewLogs(), "a", "web-x", "Refused", 1, nil))
+			assert.Equal(t, codes.Unauthenticated, status.Code(err), "grpc, %s: %v", name, err)
+			code, _ := postAs(ctx, t, httpAddr, token, appendOccurrences(plog.NewLogs(), "a", "web-x", "Refused", 1, nil))
+			assert.Equal(t, http.StatusUnauthorized, code, "http, %s", name)
+		}
+		m := c.scrape(t)
+		assert.Equal(t, 2.0, m.Sum(authRefusals, "reason=missing"))
+		assert.Equal(t, 4.0, m.Sum(authRefusals, "reason=invalid"))
+	})
+
+	// A deleted ServiceAccount's token: accepted until the cached answer
+	// (allow_ttl) runs out, refused from then.
+	t.Run("deleted ServiceAccount refused within allow_ttl", func(t *testing.T) {
+		token := r.serviceAccount(t, "a", "gone", "a")
+		_, err := exportAs(ctx, conn, token, appendOccurrences(plog.NewLogs(), "a", "web-gone", "Started", 1, nil))
+		require.NoError(t, err)
+		want["a/web-gone/Started"] = 1
+		require.NoError(t, r.srv.Clientset().CoreV1().ServiceAccounts("a").Delete(ctx, "gone", metav1.DeleteOptions{}))
+		deleted := time.Now()
+		took := untilCode(t, testAllowTTL+10*time.Second, codes.Unauthenticated, func() error {
+			resp, err := exportAs(ctx, conn, token, appendOccurrences(plog.NewLogs(), "a", "web-gone", "Started", 1, nil))
+			if err == nil {
+				want["a/web-gone/Started"] += 1 - resp.PartialSuccess().RejectedLogRecords()
+			}
+			return err
+		}, deleted)
+		t.Logf("deleted ServiceAccount refused %v after its deletion (allow_ttl %v)", took.Round(time.Millisecond), testAllowTTL)
+		assert.LessOrEqual(t, took, testAllowTTL+2*time.Second, "refused within allow_ttl (plus a request)")
+	})
+
+	// A Role granted later: refused until the cached denial (deny_ttl)
+	// runs out, written from then.
+	t.Run("Role granted later takes effect within deny_ttl", func(t *testing.T) {
+		token := r.serviceAccount(t, "a", "late")
+		send := func() int64 {
+			resp, err := exportAs(ctx, conn, token, appendOccurrences(plog.NewLogs(), "a", "web-late", "Started", 1, nil))
+			require.NoError(t, err)
+			want["a/web-late/Started"] += 1 - resp.PartialSuccess().RejectedLogRecords()
+			return resp.PartialSuccess().RejectedLogRecords()
+		}
+		require.Equal(t, int64(1), send())
+		r.grant(t, "a", "a", "late")
+		granted := time.Now()
+		for send() != 0 {
+			require.Less(t, time.Since(granted), testDenyTTL+10*time.Second, "still refused")
+			time.Sleep(200 * time.Millisecond)
+		}
+		took := time.Since(granted)
+		t.Logf("Role granted: records written %v later (deny_ttl %v)", took.Round(time.Millisecond), testDenyTTL)
+		assert.LessOrEqual(t, took, testDenyTTL+2*time.Second, "written within deny_ttl (plus a request)")
+	})
+
+	// Counts stay exact for what is allowed: after the stop (the processor
+	// flushes its open series), each object's Event holds exactly the
+	// occurrences accepted; nothing in b.
+	require.NoError(t, c.Stop(time.Minute))
+	assert.Equal(t, want, eventCounts(ctx, t, r, controller))
+}
+
+// untilCode calls send every 200 ms until it fails with code, at most
+// limit after since, and answers how long after since that was.
+func untilCode(t *testing.T, limit time.Duration, code codes.Code, send func() error, since time.Time) time.Duration {
+	t.Helper()
+	for {
+		err := send()
+		if status.Code(err) == code {
+			return time.Since(since)
+		}
+		require.True(t, err == nil, "unexpected: %v", err)
+		require.Less(t, time.Since(since), limit, "not refused")
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// tiers is one tier-1 collector in front of one tier-2 collector, the
+// ready configurations with mutual TLS between them.
+type tiers struct {
+	tier1, tier2    *collector
+	grpc, http      string // tier 1's
+	tier2Addr, sink string
+}
+
+const tiersController = "k8sevents.io/e2e-tiers"
+
+// startTiers runs tier 2 (with a file sink beside its exporter, and
+// tier2Overlays), then tier 1 routing to it, for cluster east.
+func startTiers(t *testing.T, r *authRig, tier2Overlays ...string) *tiers {
+	t.Helper()
+	dir := t.TempDir()
+	tr := &tiers{grpc: loopback(t), http: loopback(t), tier2Addr: loopback(t), sink: filepath.Join(dir, "sink.jsonl")}
+	env2 := append(append(r.kubeEnv(t), r.tls.env()...), "OTLP_GRPC_ENDPOINT="+tr.tier2Addr, "STORAGE_DIR="+filepath.Join(dir, "storage"),
+		"REPORTING_CONTROLLER="+tiersController, "REPORTING_INSTANCE=tier2-0")
+	tr.tier2 = startCollectorEnv(t, filepath.Join(dir, "tier2"), readyConfig(t, "tier2-processor.yaml"), env2,
+		append([]string{sinkOverlay(tr.sink, "k8sevents")}, tier2Overlays...)...)
+	env1 := append(append(r.kubeEnv(t), r.tls.env()...), "OTLP_GRPC_ENDPOINT="+tr.grpc, "OTLP_HTTP_ENDPOINT="+tr.http,
+		"TIER2_ENDPOINTS=["+tr.tier2Addr+"]", "CLUSTER_NAME=east")
+	tr.tier1 = startCollectorEnv(t, filepath.Join(dir, "tier1"), readyConfig(t, "tier1-loadbalancer.yaml"), env1, shortTTLs)
+	return tr
+}
+
+// stop stops tier 1 (its queue drains into tier 2), then tier 2 (its
+// processor flushes the open series, its exporter writes them).
+func (tr *tiers) stop(t *testing.T) {
+	t.Helper()
+	require.NoError(t, tr.tier1.Stop(time.Minute))
+	require.NoError(t, tr.tier2.Stop(time.Minute))
+}
+
+// TestAuthTiers runs the ready tier1-loadbalancer.yaml in front of
+// tier2-processor.yaml, mutual TLS between them with certificates made
+// here: tier 1 authenticates and authorizes, over gRPC and HTTP; tier 2
+// writes what it was given with exact counts, each record stamped with its
+// client and tier 1's cluster; tier 2 takes no connection but tier 1's.
+func TestAuthTiers(t *testing.T) {
+	t.Parallel()
+	binary(t)
+	r := newAuthRig(t, "a", "b")
+	app := r.serviceAccount(t, "a", "app", "a")
+	tr := startTiers(t, r)
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+
+	t.Run("through tier 1: allowed written, other refused", func(t *testing.T) {
+		resp, err := exportAs(ctx, dial(t, tr.grpc, nil), app,
+			appendOccurrences(appendOccurrences(plog.NewLogs(), "a", "web-g", "Started", 6, nil), "b", "web-g", "Started", 2, nil))
+		require.NoError(t, err)
+		assert.Equal(t, int64(2), resp.PartialSuccess().RejectedLogRecords())
+		code, hresp := postAs(ctx, t, tr.http, app, appendOccurrences(appendOccurrences(plog.NewLogs(), "a", "web-h", "Pulled", 3, nil), "b", "web-h", "Pulled", 1, nil))
+		require.Equal(t, http.StatusOK, code)
+		assert.Equal(t, int64(1), hresp.PartialSuccess().RejectedLogRecords())
+		_, err = exportAs(ctx, dial(t, tr.grpc, nil), "", appendOccurrences(plog.NewLogs(), "a", "web-g", "Started", 1, nil))
+		assert.Equal(t, codes.Unauthenticated, status.Code(err), "tier 1 without a token")
+	})
+
+	t.Run("tier 2 takes only tier 1's certificate", func(t *testing.T) {
+		other := writeTLS(t, t.TempDir(), "other")
+		for name, conn := range map[string]*grpcConnCase{
+			"plaintext":                 {conn: dial(t, tr.tier2Addr, nil)},
+			"TLS, no client cert":       {conn: dial(t, tr.tier2Addr, r.tls.clientTLS(t, tlsFiles{}))},
+			"client cert of another CA": {conn: dial(t, tr.tier2Addr, r.tls.clientTLS(t, other))},
+			"tier 1's certificate":      {conn: dial(t, tr.tier2Addr, r.tls.clientTLS(t, r.tls)), ok: true},
+		} {
+			_, err := exportAs(ctx, conn.conn, "", plog.NewLogs()) // an empty request: nothing to write
+			if conn.ok {
+				assert.NoError(t, err, name)
+			} else {
+				assert.Error(t, err, name)
+			}
+		}
+	})
+
+	tr.stop(t)
+	assert.Equal(t, map[string]int64{"a/web-g/Started": 6, "a/web-h/Pulled": 3}, eventCounts(ctx, t, r, tiersController),
+		"tier 2 wrote exactly what tier 1 allowed")
+	clients, clusters := map[string]int{}, map[string]int{}
+	forEachFileRecord(t, tr.sink, func(res, rec pcommon.Map) {
+		if v, ok := rec.Get("k8s.event.client"); ok {
+			clients[v.Str()]++
+		}
+		cluster, _ := rec.Get("k8s.cluster.name")
+		if cluster.Str() == "" {
+			cluster, _ = res.Get("k8s.cluster.name")
+		}
+		clusters[cluster.Str()]++
+	})
+	assert.Equal(t, []string{"system:serviceaccount:a:app"}, slices.Sorted(maps.Keys(clients)), "the client tier 1 stamped")
+	assert.Equal(t, []string{"east"}, slices.Sorted(maps.Keys(clusters)), "tier 1's cluster on every record")
+}
+
+type grpcConnCase struct {
+	conn *grpc.ClientConn
+	ok   bool
+}

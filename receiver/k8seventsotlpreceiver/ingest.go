@@ -1,0 +1,208 @@
+package k8seventsotlpreceiver // import "github.com/k8sevents/otel-k8sevents/receiver/k8seventsotlpreceiver"
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+	"time"
+
+	"go.opentelemetry.io/collector/client"
+	"go.opentelemetry.io/collector/consumer/consumererror"
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/plog"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/durationpb"
+
+	"github.com/k8sevents/otel-k8sevents/internal/k8sauth"
+	"github.com/k8sevents/otel-k8sevents/internal/k8sevent"
+)
+
+// Why a record is refused (the refused_records metric's reason).
+const (
+	reasonForbidden = "forbidden"
+	reasonInvalid   = "invalid"
+)
+
+// maxNamedNamespaces: forbidden namespaces named in a partial success
+// message at most.
+const maxNamedNamespaces = 3
+
+// refusals are one request's records refused for good.
+type refusals struct {
+	client     string
+	forbidden  int
+	invalid    int
+	namespaces []string // forbidden ones, at most maxNamedNamespaces
+}
+
+func (r *refusals) count() int { return r.forbidden + r.invalid }
+
+// message is the partial success's error_message: what was refused, why.
+func (r *refusals) message(total int) string {
+	var parts []string
+	if r.forbidden > 0 {
+		parts = append(parts, fmt.Sprintf("%d forbidden (%s may not create events in namespace %s)",
+			r.forbidden, r.client, strings.Join(r.namespaces, ", ")))
+	}
+	if r.invalid > 0 {
+		parts = append(parts, fmt.Sprintf("%d invalid (no Kubernetes Event that could be written)", r.invalid))
+	}
+	return fmt.Sprintf("k8seventsotlp: %d of %d records refused: %s", r.count(), total, strings.Join(parts, "; "))
+}
+
+// consume takes one request's records: the caller's identity, its budget,
+// each record's namespace authorized for it; the records it may not write
+// are removed from ld and answered in refusals, the rest stamped with
+// their origin and passed on. An error refuses the whole request (a gRPC
+// status): nothing was passed on.
+func (r *otlpReceiver) consume(ctx context.Context, ld plog.Logs) (refusals, error) {
+	id, ok := k8sauth.FromAuth(client.FromContext(ctx).Auth)
+	if !ok {
+		return refusals{}, status.Error(codes.Unauthenticated, "k8seventsotlp: the request carries no Kubernetes identity (set auth on the protocol)")
+	}
+	out := refusals{client: id.Username}
+	total := ld.LogRecordCount()
+	if total == 0 {
+		return out, nil
+	}
+	if wait, ok := r.budgets.take(id.Username, total, r.now()); !ok {
+		r.telemetry.ReceiverK8seventsotlpThrottledRequests.Add(ctx, 1)
+		return out, throttled(wait)
+	}
+	namespaces := recordNamespaces(ld)
+	allowed, err := r.authorize(ctx, &id, namespaces)
+	if err != nil {
+		return out, status.Error(codes.Unavailable, "k8seventsotlp: cannot authorize the records now: "+err.Error())
+	}
+	i := 0
+	ld.ResourceLogs().RemoveIf(func(rl plog.ResourceLogs) bool {
+		k8sevent.ClearOrigin(rl.Resource().Attributes())
+		rl.ScopeLogs().RemoveIf(func(sl plog.ScopeLogs) bool {
+			sl.LogRecords().RemoveIf(func(lr plog.LogRecord) bool {
+				ns := namespaces[i]
+				i++
+				switch {
+				case ns == "":
+					out.invalid++
+					return true
+				case !allowed[ns]:
+					out.forbidden++
+					if len(out.namespaces) < maxNamedNamespaces && !slices.Contains(out.namespaces, ns) {
+						out.namespaces = append(out.namespaces, ns)
+					}
+					return true
+				}
+				k8sevent.PutOrigin(lr.Attributes(), id.Username, r.cluster)
+				return false
+			})
+			return sl.LogRecords().Len() == 0
+		})
+		return rl.ScopeLogs().Len() == 0
+	})
+	if ld.LogRecordCount() > 0 {
+		if err := r.next.ConsumeLogs(ctx, ld); err != nil {
+			// The sender retries the whole request: its refusals are
+			// counted when it is taken.
+			return out, nextError(err)
+		}
+	}
+	r.countRefused(ctx, reasonForbidden, out.forbidden)
+	r.countRefused(ctx, reasonInvalid, out.invalid)
+	return out, nil
+}
+
+// recordNamespaces is each record's Event namespace in ld's order, ""
+// for a record that holds no Event an exporter could write.
+func recordNamespaces(ld plog.Logs) []string {
+	var s k8sevent.Sanitizer
+	out := make([]string, 0, ld.LogRecordCount())
+	for _, rl := range ld.ResourceLogs().All() {
+		for _, sl := range rl.ScopeLogs().All() {
+			for _, lr := range sl.LogRecords().All() {
+				out = append(out, eventNamespace(&s, rl.Resource(), lr))
+			}
+		}
+	}
+	return out
+}
+
+// eventNamespace is the namespace an exporter writes lr's Event in: the
+// k8sevents exporter repairs a record with k8sevent.Sanitize first, as
+// here, and writes it in its ObjectNamespace. "": no Event, or one that
+// cannot be made valid.
+func eventNamespace(s *k8sevent.Sanitizer, res pcommon.Resource, lr plog.LogRecord) string {
+	ev, _, found := k8sevent.Decode(res, lr, k8sevent.DecodeOptions{SkipTimes: true})
+	if !found {
+		return ""
+	}
+	if _, fatal := s.Sanitize(&ev, time.Time{}); fatal != 0 {
+		return ""
+	}
+	return ev.ObjectNamespace()
+}
+
+// authorize asks, for each distinct namespace, whether id may create
+// Events there, within the configured timeout.
+func (r *otlpReceiver) authorize(ctx context.Context, id *k8sauth.Identity, namespaces []string) (map[string]bool, error) {
+	ctx, cancel := context.WithTimeout(ctx, r.cfg.Timeout)
+	defer cancel()
+	key := identityKey(id)
+	allowed := map[string]bool{}
+	for _, ns := range namespaces {
+		if _, done := allowed[ns]; done || ns == "" {
+			continue
+		}
+		ok, err := r.access.mayCreate(ctx, id, key, ns)
+		if err != nil {
+			return nil, err
+		}
+		allowed[ns] = ok
+	}
+	return allowed, nil
+}
+
+func (r *otlpReceiver) countRefused(ctx context.Context, reason string, n int) {
+	if n > 0 {
+		r.telemetry.ReceiverK8seventsotlpRefusedRecords.Add(ctx, int64(n), metric.WithAttributeSet(attribute.NewSet(attribute.String("reason", reason))))
+	}
+}
+
+// throttled is the retryable refusal of a client over its budget, with
+// the time to wait (RetryInfo: OTLP exporters retry ResourceExhausted only
+// with it; HTTP answers it as Retry-After).
+func throttled(wait time.Duration) error {
+	st := status.New(codes.ResourceExhausted, fmt.Sprintf("k8seventsotlp: this client is over its budget of records (per_client); retry in %s", wait.Round(time.Millisecond)))
+	if withInfo, err := st.WithDetails(&errdetails.RetryInfo{RetryDelay: durationpb.New(wait)}); err == nil {
+		st = withInfo
+	}
+	return st.Err()
+}
+
+// retryAfter is the Retry-After of a status, in whole seconds, at least 1;
+// 0 when it has no RetryInfo.
+func retryAfter(st *status.Status) int {
+	for _, d := range st.Details() {
+		if ri, ok := d.(*errdetails.RetryInfo); ok {
+			return max(1, int(math.Ceil(ri.GetRetryDelay().AsDuration().Seconds())))
+		}
+	}
+	return 0
+}
+
+// nextError is the status of the next consumer's refusal: retryable
+// unless it is permanent, as the otlp receiver answers it.
+func nextError(err error) error {
+	if _, ok := status.FromError(err); ok {
+		return err
+	}
+	if consumererror.IsPermanent(err) {
+		return status.Error(codes.Internal, err.Error())
+	}
+	return status.Error(codes.Unavailable, err.Error())
+}
