@@ -34,9 +34,10 @@ const (
 // deploy/, and writes Events as those ServiceAccounts (TokenRequest tokens)
 // through both Event APIs: each may create and patch only Events whose
 // reporting controller is its own (not kubelet's, not the other
-// collector's, and not change another's Event into its own), while another
-// ServiceAccount with the same RBAC is unaffected. Before the policy, the
-// same refused write goes through: RBAC alone cannot tell.
+// collector's, and not change another's Event into its own), with no other
+// source component than its own (an older Event keeps the one it has),
+// while another ServiceAccount with the same RBAC is unaffected. Before the
+// policy, the same refused write goes through: RBAC alone cannot tell.
 func TestDeployAdmissionPolicyVAP(t *testing.T) {
 	t.Parallel()
 	srv := kubetest.Start(t)
@@ -100,6 +101,15 @@ func TestDeployAdmissionPolicyVAP(t *testing.T) {
 				assert.True(t, byPolicy(err), "%s writes a %s Event of %q: want refused by the policy, got %v", c.who, c.api, c.controller, err)
 			}
 		}
+		// Its own controller, but from kubelet's source ("From kubelet" in kubectl describe).
+		ev := coreEvent(policyNamespace, "own-as-kubelet", deployController)
+		ev.Source.Component = kubeletComponent
+		_, err := mirror.CoreV1().Events(policyNamespace).Create(ctx, ev, metav1.CreateOptions{})
+		assert.True(t, byPolicy(err), "the mirror's Event from kubelet's source: %v", err)
+		evV1 := eventsEvent("own-as-kubelet-v1", tier2Controller)
+		evV1.DeprecatedSource.Component = kubeletComponent
+		_, err = tier2.EventsV1().Events(policyNamespace).Create(ctx, evV1, metav1.CreateOptions{})
+		assert.True(t, byPolicy(err), "tier 2's events.k8s.io Event from kubelet's source: %v", err)
 	})
 
 	t.Run("patch", func(t *testing.T) {
@@ -115,6 +125,14 @@ func TestDeployAdmissionPolicyVAP(t *testing.T) {
 		}
 		assert.NoError(t, patch(mirror, own.Name, `{"count":2}`), "the mirror counts its own Event")
 		assert.True(t, byPolicy(patch(mirror, own.Name, `{"reportingComponent":"kubelet"}`)), "its own Event made kubelet's")
+		assert.True(t, byPolicy(patch(mirror, own.Name, `{"source":{"component":"kubelet"}}`)), "its own Event made from kubelet")
+		// An Event of its own written before its source was forced (a
+		// mirrored kubelet Event) can still be counted.
+		older := coreEvent(policyNamespace, "older", deployController)
+		older.Source.Component = kubeletComponent
+		_, err = cs.CoreV1().Events(policyNamespace).Create(ctx, older, metav1.CreateOptions{})
+		require.NoError(t, err)
+		assert.NoError(t, patch(mirror, older.Name, `{"count":2}`), "an older Event of its own, from kubelet's source")
 		assert.True(t, byPolicy(patch(mirror, theirs.Name, `{"count":7}`)), "kubelet's Event counted by the mirror")
 		assert.True(t, byPolicy(patch(mirror, theirs.Name, `{"reportingComponent":"`+deployController+`"}`)), "kubelet's Event taken over")
 		_, err = tier2.EventsV1().Events(policyNamespace).Patch(ctx, theirsV1.Name, types.MergePatchType,
