@@ -106,10 +106,11 @@ func TestDeployAdmissionPolicyVAP(t *testing.T) {
 		ev.Source.Component = kubeletComponent
 		_, err := mirror.CoreV1().Events(policyNamespace).Create(ctx, ev, metav1.CreateOptions{})
 		assert.True(t, byPolicy(err), "the mirror's Event from kubelet's source: %v", err)
-		evV1 := eventsEvent("own-as-kubelet-v1", tier2Controller)
-		evV1.DeprecatedSource.Component = kubeletComponent
-		_, err = tier2.EventsV1().Events(policyNamespace).Create(ctx, evV1, metav1.CreateOptions{})
-		assert.True(t, byPolicy(err), "tier 2's events.k8s.io Event from kubelet's source: %v", err)
+		ev = coreEvent(policyNamespace, "tier2-as-kubelet", tier2Controller)
+		ev.Source = corev1.EventSource{Component: kubeletComponent, Host: "node-1"}
+		_, err = tier2.CoreV1().Events(policyNamespace).Create(ctx, ev, metav1.CreateOptions{})
+		assert.True(t, byPolicy(err), "tier 2's Event from kubelet's source: %v", err)
+		// (events.k8s.io/v1 refuses a source on create and keeps it on update by itself.)
 	})
 
 	t.Run("patch", func(t *testing.T) {

@@ -103,7 +103,7 @@ func checkPodSecurity(ctx context.Context, t *testing.T, cs kubernetes.Interface
 	assert.Equal(t, "restricted", ns.Labels["pod-security.kubernetes.io/enforce"])
 	dryRun := metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}}
 	bare := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "bare", Namespace: deployNamespace},
-		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "busybox"}}}}
+		Spec: corev1.PodSpec{ServiceAccountName: "otelcol-tier1", Containers: []corev1.Container{{Name: "c", Image: "busybox"}}}}
 	_, err = cs.CoreV1().Pods(deployNamespace).Create(ctx, bare, dryRun)
 	require.True(t, apierrors.IsForbidden(err) && strings.Contains(err.Error(), "PodSecurity"),
 		"a pod without a security context must be refused here: %v", err)
