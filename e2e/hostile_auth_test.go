@@ -55,7 +55,7 @@ func TestHostileClaimsThroughTiers(t *testing.T) {
 	resp, err := exportAs(ctx, dial(t, tr.grpc, nil), app, ld)
 	require.NoError(t, err)
 	require.Zero(t, resp.PartialSuccess().RejectedLogRecords())
-	tr.stop(t)
+	tr.stop(ctx, t, r, map[string]int64{"a/web-claims/BackOff": sent}) // the records sent, not the count claimed
 
 	evs, err := listEvents(ctx, r.srv.Clientset(), inNamespaces("a"))
 	require.NoError(t, err)
@@ -66,11 +66,14 @@ func TestHostileClaimsThroughTiers(t *testing.T) {
 	assert.Equal(t, tiersController, ev.ReportingController)
 	assert.Equal(t, "tier2-0", ev.ReportingInstance)
 	assert.Equal(t, "east", ev.Annotations[k8sevent.AnnotationSourceCluster], "tier 1's cluster, not the one claimed")
-	forEachFileRecord(t, tr.sink, func(_, rec pcommon.Map) {
+	stamped := 0
+	tr.forEachSinkRecord(t, func(_, rec pcommon.Map) {
 		if v, ok := rec.Get(k8sevent.AttrClient); ok {
-			assert.Equal(t, "system:serviceaccount:a:app", v.Str())
+			stamped++
+			assert.Equal(t, "system:serviceaccount:a:app", v.Str(), "the client tier 1 authenticated, not the one claimed")
 		}
 	})
+	assert.Positive(t, stamped, "records tier 2 passed on as they came carry their client")
 }
 
 // floodReport is what one flood run measured.

@@ -15,6 +15,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	authnv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -171,13 +172,20 @@ func TestAuthenticatesServiceAccountTokens(t *testing.T) {
 // TestDeletedServiceAccountRefusedAfterAllowTTL: a token accepted, then
 // its ServiceAccount deleted: accepted from the cache until allow_ttl,
 // refused from then on (the TokenReview sees the deletion, which a
-// signature check would not).
+// signature check would not). The API server itself keeps accepting the
+// token for a while (its own cache of authenticated tokens, 10 s by
+// default): the test waits for that before it moves its clock.
 func TestDeletedServiceAccountRefusedAfterAllowTTL(t *testing.T) {
 	r := newRig(t, nil)
 	token := r.srv.ServiceAccountToken(t, "a", "app", time.Hour, audience)
 	_, code := authenticate(t, r.auth, bearer(token))
 	require.Equal(t, codes.OK, code)
 	require.NoError(t, r.srv.Clientset().CoreV1().ServiceAccounts("a").Delete(context.Background(), "app", metav1.DeleteOptions{}))
+	require.Eventually(t, func() bool {
+		tr, err := r.srv.Clientset().AuthenticationV1().TokenReviews().Create(context.Background(),
+			&authnv1.TokenReview{Spec: authnv1.TokenReviewSpec{Token: token, Audiences: []string{audience}}}, metav1.CreateOptions{})
+		return err == nil && !tr.Status.Authenticated
+	}, time.Minute, 500*time.Millisecond, "the API server refuses the token of the deleted ServiceAccount")
 
 	r.clock.add(createDefaultConfig().Cache.AllowTTL - time.Second)
 	_, code = authenticate(t, r.auth, bearer(token))

@@ -103,10 +103,10 @@ func (r *otlpReceiver) startHTTP(ctx context.Context, host component.Host) error
 	// which an OTLP sender never retries, and a token that could not be
 	// reviewed while the API server was away would be lost.
 	serverCfg := *cfg
-	authCfg := serverCfg.Auth.Get()
-	if authCfg == nil {
+	if !serverCfg.Auth.HasValue() {
 		return errors.New("k8seventsotlp http: auth is required")
 	}
+	authCfg := *serverCfg.Auth.Get()
 	serverCfg.Auth = configoptional.None[confighttp.AuthConfig]()
 	authenticator, err := authCfg.Config.GetServerAuthenticator(ctx, host.GetExtensions())
 	if err != nil {
