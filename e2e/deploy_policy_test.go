@@ -9,14 +9,12 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	authnv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/utils/ptr"
 
 	"github.com/k8sevents/otel-k8sevents/internal/harness/kubetest"
 	"github.com/k8sevents/otel-k8sevents/internal/harness/stormsend"
@@ -54,9 +52,9 @@ func TestDeployAdmissionPolicyVAP(t *testing.T) {
 		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: "other", Namespace: policyNamespace}},
 	}, metav1.CreateOptions{})
 	require.NoError(t, err)
-	mirror := saClient(ctx, t, srv, deployNamespace, "otel-k8sevents")
-	tier2 := saClient(ctx, t, srv, deployNamespace, "otelcol-tier2")
-	other := saClient(ctx, t, srv, policyNamespace, "other")
+	mirror := saClient(t, srv, deployNamespace, "otel-k8sevents")
+	tier2 := saClient(t, srv, deployNamespace, "otelcol-tier2")
+	other := saClient(t, srv, policyNamespace, "other")
 
 	n := 0
 	write := func(c kubernetes.Interface, api, controller string) error {
@@ -168,12 +166,9 @@ func byPolicy(err error) bool {
 
 // saClient is a clientset authenticated as the ServiceAccount with a
 // TokenRequest token.
-func saClient(ctx context.Context, t *testing.T, srv *kubetest.Server, ns, name string) kubernetes.Interface {
+func saClient(t *testing.T, srv *kubetest.Server, ns, name string) kubernetes.Interface {
 	t.Helper()
-	tok, err := srv.Clientset().CoreV1().ServiceAccounts(ns).CreateToken(ctx, name,
-		&authnv1.TokenRequest{Spec: authnv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](3600)}}, metav1.CreateOptions{})
-	require.NoError(t, err)
-	c, err := kubernetes.NewForConfig(srv.RESTConfigFor(tok.Status.Token))
+	c, err := kubernetes.NewForConfig(srv.RESTConfigFor(srv.ServiceAccountToken(t, ns, name, time.Hour)))
 	require.NoError(t, err)
 	return c
 }

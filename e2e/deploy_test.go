@@ -64,7 +64,7 @@ func TestDeployManifests(t *testing.T) {
 		&authnv1.TokenRequest{Spec: authnv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](3600)}}, metav1.CreateOptions{})
 	require.NoError(t, err)
 	kubeconfig := srv.KubeconfigFor(t, "otel-k8sevents", tok.Status.Token)
-	awaitPolicy(ctx, t, saClient(ctx, t, srv, deployNamespace, "otel-k8sevents"))
+	awaitPolicy(ctx, t, saClient(t, srv, deployNamespace, "otel-k8sevents"))
 	require.NoError(t, stormsend.CreateNamespaces(ctx, cs, "app"))
 	dir := t.TempDir()
 	env := []string{
