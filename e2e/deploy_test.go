@@ -40,8 +40,9 @@ const (
 // TestDeployManifests applies deploy/ to a real API server, checks that its
 // ConfigMap is testdata/config/mirror.yaml, and runs that configuration as
 // the manifests' ServiceAccount (a TokenRequest token): the RBAC is enough
-// for leader election, the receiver and the exporter, and the mirror does
-// not read its own output back.
+// for leader election, the receiver and the exporter, the mirror's writes
+// pass the admission policy, and the mirror does not read its own output
+// back.
 func TestDeployManifests(t *testing.T) {
 	t.Parallel()
 	binary(t) // skips before starting an API server when the collector is not built
@@ -50,7 +51,7 @@ func TestDeployManifests(t *testing.T) {
 	defer cancel()
 	cs := srv.Clientset()
 
-	objs := manifests(t, "collector.yaml", "rbac-receiver.yaml", "rbac-exporter.yaml")
+	objs := manifests(t, "collector.yaml", "rbac-receiver.yaml", "rbac-exporter.yaml", "admission-policy.yaml")
 	apply(ctx, t, srv.RESTConfig(), objs)
 
 	cm, err := cs.CoreV1().ConfigMaps(deployNamespace).Get(ctx, "otel-k8sevents", metav1.GetOptions{})
@@ -63,6 +64,7 @@ func TestDeployManifests(t *testing.T) {
 		&authnv1.TokenRequest{Spec: authnv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](3600)}}, metav1.CreateOptions{})
 	require.NoError(t, err)
 	kubeconfig := srv.KubeconfigFor(t, "otel-k8sevents", tok.Status.Token)
+	awaitPolicy(ctx, t, saClient(t, srv, deployNamespace, "otel-k8sevents"))
 	require.NoError(t, stormsend.CreateNamespaces(ctx, cs, "app"))
 	dir := t.TempDir()
 	env := []string{

@@ -27,8 +27,9 @@ import (
 // Deployment) as a dry run first and then for real: a misspelt or unknown
 // field anywhere fails. It checks that every ConfigMap embeds its ready
 // configuration byte for byte, that the StatefulSets keep their state on a
-// PersistentVolumeClaim per pod, and that each ServiceAccount may do what
-// its components do and nothing more (SubjectAccessReview).
+// PersistentVolumeClaim per pod, that each ServiceAccount may do what
+// its components do and nothing more (SubjectAccessReview), and the rest of
+// the deployment's security (checkDeploySecurity).
 func TestHandOverDeployManifestsStrict(t *testing.T) {
 	t.Parallel()
 	srv := kubetest.Start(t)
@@ -83,34 +84,47 @@ func TestHandOverDeployManifestsStrict(t *testing.T) {
 	// RBAC: nothing more than the code uses.
 	sa := func(name string) string { return "system:serviceaccount:" + deployNamespace + ":" + name }
 	for _, c := range []struct {
-		user, verb, group, resource, ns string
-		allowed                         bool
+		user, verb, group, resource, ns, name string
+		allowed                               bool
 	}{
-		{sa("otelcol-tier2"), "create", "events.k8s.io", "events", "app", true},
-		{sa("otelcol-tier2"), "patch", "", "events", "app", true},
-		{sa("otelcol-tier2"), "list", "events.k8s.io", "events", "", true},
-		{sa("otelcol-tier2"), "watch", "events.k8s.io", "events", "", false},
-		{sa("otelcol-tier2"), "update", "coordination.k8s.io", "leases", deployNamespace, false},
-		{sa("otelcol-tier2"), "list", "discovery.k8s.io", "endpointslices", deployNamespace, false},
-		{sa("otelcol-tier1"), "create", "events.k8s.io", "events", "app", false},
-		{sa("otelcol-tier1"), "list", "discovery.k8s.io", "endpointslices", deployNamespace, false},
-		{sa("otel-k8sevents"), "watch", "events.k8s.io", "events", "", true},
-		{sa("otel-k8sevents"), "update", "coordination.k8s.io", "leases", deployNamespace, true},
-		{sa("otel-k8sevents"), "update", "coordination.k8s.io", "leases", "app", false},
-		{sa("otel-k8sevents"), "create", "", "configmaps", deployNamespace, false},
+		{sa("otelcol-tier2"), "create", "events.k8s.io", "events", "app", "", true},
+		{sa("otelcol-tier2"), "patch", "", "events", "app", "", true},
+		{sa("otelcol-tier2"), "list", "events.k8s.io", "events", "", "", true},
+		{sa("otelcol-tier2"), "watch", "events.k8s.io", "events", "", "", false},
+		{sa("otelcol-tier2"), "update", "coordination.k8s.io", "leases", deployNamespace, "", false},
+		{sa("otelcol-tier2"), "list", "discovery.k8s.io", "endpointslices", deployNamespace, "", false},
+		{sa("otelcol-tier2"), "create", "authentication.k8s.io", "tokenreviews", "", "", false},
+		// Tier 1 authenticates (TokenReview) and authorizes (SubjectAccessReview), nothing else.
+		{sa("otelcol-tier1"), "create", "authentication.k8s.io", "tokenreviews", "", "", true},
+		{sa("otelcol-tier1"), "create", "authorization.k8s.io", "subjectaccessreviews", "", "", true},
+		{sa("otelcol-tier1"), "create", "authorization.k8s.io", "localsubjectaccessreviews", "app", "", false},
+		{sa("otelcol-tier1"), "create", "events.k8s.io", "events", "app", "", false},
+		{sa("otelcol-tier1"), "get", "", "secrets", deployNamespace, "otelcol-tls", false},
+		{sa("otelcol-tier1"), "list", "discovery.k8s.io", "endpointslices", deployNamespace, "", false},
+		{sa("otel-k8sevents"), "watch", "events.k8s.io", "events", "", "", true},
+		// The mirror's Lease by name; create cannot name one.
+		{sa("otel-k8sevents"), "create", "coordination.k8s.io", "leases", deployNamespace, "", true},
+		{sa("otel-k8sevents"), "update", "coordination.k8s.io", "leases", deployNamespace, "otel-k8sevents", true},
+		{sa("otel-k8sevents"), "get", "coordination.k8s.io", "leases", deployNamespace, "otel-k8sevents", true},
+		{sa("otel-k8sevents"), "update", "coordination.k8s.io", "leases", deployNamespace, "kube-controller-manager", false},
+		{sa("otel-k8sevents"), "get", "coordination.k8s.io", "leases", deployNamespace, "other", false},
+		{sa("otel-k8sevents"), "update", "coordination.k8s.io", "leases", "app", "otel-k8sevents", false},
+		{sa("otel-k8sevents"), "create", "", "configmaps", deployNamespace, "", false},
 	} {
-		assert.Equal(t, c.allowed, allowed(ctx, t, cs, c.user, c.verb, c.group, c.resource, c.ns),
-			"%s may %s %s/%s in %q", c.user, c.verb, c.group, c.resource, c.ns)
+		assert.Equal(t, c.allowed, allowed(ctx, t, cs, c.user, c.verb, c.group, c.resource, c.ns, c.name),
+			"%s may %s %s/%s %q in %q", c.user, c.verb, c.group, c.resource, c.name, c.ns)
 	}
+
+	checkDeploySecurity(ctx, t, cs)
 }
 
 // allowed asks the API server's authorizer (SubjectAccessReview).
-func allowed(ctx context.Context, t *testing.T, cs kubernetes.Interface, user, verb, group, resource, ns string) bool {
+func allowed(ctx context.Context, t *testing.T, cs kubernetes.Interface, user, verb, group, resource, ns, name string) bool {
 	t.Helper()
 	groups := []string{"system:serviceaccounts", "system:serviceaccounts:" + deployNamespace, "system:authenticated"}
 	r, err := cs.AuthorizationV1().SubjectAccessReviews().Create(ctx, &authzv1.SubjectAccessReview{Spec: authzv1.SubjectAccessReviewSpec{
 		User: user, Groups: groups,
-		ResourceAttributes: &authzv1.ResourceAttributes{Verb: verb, Group: group, Resource: resource, Namespace: ns},
+		ResourceAttributes: &authzv1.ResourceAttributes{Verb: verb, Group: group, Resource: resource, Namespace: ns, Name: name},
 	}}, metav1.CreateOptions{})
 	require.NoError(t, err)
 	return r.Status.Allowed
@@ -139,11 +153,11 @@ func kustomizeResources(t *testing.T) []string {
 }
 
 // TestHandOverKustomizationIsTheMirror: `kubectl apply -k deploy/` applies
-// the mirror shape whole (its workload and both RBAC files), not the OTLP
-// shape, which is applied with -f (README "In a cluster").
+// the mirror shape whole (its workload, both RBAC files and the admission
+// policy), not the OTLP shape, which is applied with -f (README "In a cluster").
 func TestHandOverKustomizationIsTheMirror(t *testing.T) {
 	res := kustomizeResources(t)
-	assert.ElementsMatch(t, []string{"collector.yaml", "rbac-receiver.yaml", "rbac-exporter.yaml"}, res)
+	assert.ElementsMatch(t, []string{"collector.yaml", "rbac-receiver.yaml", "rbac-exporter.yaml", "admission-policy.yaml"}, res)
 	for _, r := range res {
 		assert.False(t, strings.HasPrefix(r, "otlp-"), r)
 	}

@@ -30,10 +30,22 @@ func protocol(o Options) string {
 
 // newOTLPExporter builds the SDK's OTLP log exporter, which reads the rest
 // of its configuration (endpoint, headers, TLS, compression, timeout) from
-// the OTEL_EXPORTER_OTLP_* variables. Its own retry is off: the Recorder
-// retries, so that it knows at every moment what has been sent.
+// the OTEL_EXPORTER_OTLP_* variables, wrapped to send the pod's
+// ServiceAccount token unless TokenFile is NoToken. Its own retry is off:
+// the Recorder retries, so that it knows at every moment what has been sent.
 func newOTLPExporter(ctx context.Context, o Options) (sdklog.Exporter, error) {
-	switch p := protocol(o); p {
+	p := protocol(o)
+	build := func(headers map[string]string) (sdklog.Exporter, error) { return buildOTLPExporter(ctx, o, p, headers) }
+	if o.TokenFile == NoToken {
+		return build(nil)
+	}
+	return newTokenExporter(o.TokenFile, build)
+}
+
+// buildOTLPExporter builds the exporter for protocol p; headers, when not
+// nil, replace those of the environment.
+func buildOTLPExporter(ctx context.Context, o Options, p string, headers map[string]string) (sdklog.Exporter, error) {
+	switch p {
 	case ProtocolGRPC:
 		opts := []otlploggrpc.Option{otlploggrpc.WithRetry(otlploggrpc.RetryConfig{Enabled: false})}
 		if o.Endpoint != "" {
@@ -41,6 +53,9 @@ func newOTLPExporter(ctx context.Context, o Options) (sdklog.Exporter, error) {
 		}
 		if o.Insecure {
 			opts = append(opts, otlploggrpc.WithInsecure())
+		}
+		if headers != nil {
+			opts = append(opts, otlploggrpc.WithHeaders(headers))
 		}
 		exp, err := otlploggrpc.New(ctx, opts...)
 		if err != nil {
@@ -54,6 +69,9 @@ func newOTLPExporter(ctx context.Context, o Options) (sdklog.Exporter, error) {
 		}
 		if o.Insecure {
 			opts = append(opts, otlploghttp.WithInsecure())
+		}
+		if headers != nil {
+			opts = append(opts, otlploghttp.WithHeaders(headers))
 		}
 		exp, err := otlploghttp.New(ctx, opts...)
 		if err != nil {

@@ -13,27 +13,48 @@ import (
 	collogs "go.opentelemetry.io/proto/otlp/collector/logs/v1"
 	logspb "go.opentelemetry.io/proto/otlp/logs/v1"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/metadata"
 	"google.golang.org/protobuf/proto"
 	corev1 "k8s.io/api/core/v1"
 )
 
 // otlpSink is an OTLP logs service on loopback that keeps the records it
-// receives, over gRPC or HTTP.
+// receives, over gRPC or HTTP, and each request's headers.
 type otlpSink struct {
 	collogs.UnimplementedLogsServiceServer
 	mu      sync.Mutex
 	records []*logspb.LogRecord
+	headers []http.Header // per request, keys canonical
 }
 
-func (s *otlpSink) Export(_ context.Context, req *collogs.ExportLogsServiceRequest) (*collogs.ExportLogsServiceResponse, error) {
+func (s *otlpSink) Export(ctx context.Context, req *collogs.ExportLogsServiceRequest) (*collogs.ExportLogsServiceResponse, error) {
+	md, _ := metadata.FromIncomingContext(ctx)
+	h := http.Header{}
+	for k, vs := range md {
+		for _, v := range vs {
+			h.Add(k, v)
+		}
+	}
+	return s.export(h, req)
+}
+
+func (s *otlpSink) export(h http.Header, req *collogs.ExportLogsServiceRequest) (*collogs.ExportLogsServiceResponse, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.headers = append(s.headers, h)
 	for _, rl := range req.ResourceLogs {
 		for _, sl := range rl.ScopeLogs {
 			s.records = append(s.records, sl.LogRecords...)
 		}
 	}
 	return &collogs.ExportLogsServiceResponse{}, nil
+}
+
+// requests is the headers of each request received so far.
+func (s *otlpSink) requests() []http.Header {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]http.Header(nil), s.headers...)
 }
 
 func (s *otlpSink) got() []*logspb.LogRecord {
@@ -54,6 +75,28 @@ func serveGRPC(t *testing.T, sink *otlpSink, addr string) (*grpc.Server, string)
 	go func() { _ = srv.Serve(lis) }()
 	t.Cleanup(srv.Stop)
 	return srv, lis.Addr().String()
+}
+
+// serveHTTP serves the sink as OTLP/HTTP (protobuf) on a new loopback port.
+func serveHTTP(t *testing.T, sink *otlpSink) string {
+	t.Helper()
+	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		body, err := io.ReadAll(req.Body)
+		var msg collogs.ExportLogsServiceRequest
+		if err == nil {
+			err = proto.Unmarshal(body, &msg)
+		}
+		if err != nil || req.URL.Path != "/v1/logs" {
+			http.Error(w, fmt.Sprintf("%s: %v", req.URL.Path, err), http.StatusBadRequest)
+			return
+		}
+		_, _ = sink.export(req.Header.Clone(), &msg)
+		w.Header().Set("Content-Type", "application/x-protobuf")
+		out, _ := proto.Marshal(&collogs.ExportLogsServiceResponse{})
+		_, _ = w.Write(out)
+	}))
+	t.Cleanup(hs.Close)
+	return hs.Listener.Addr().String()
 }
 
 func wireAttrs(r *logspb.LogRecord) map[string]string {
@@ -121,24 +164,8 @@ func TestOTLPGRPCFromEnvironmentSurvivesRestart(t *testing.T) {
 // OTLP/HTTP to a collector on loopback.
 func TestOTLPHTTPFromOptions(t *testing.T) {
 	sink := &otlpSink{}
-	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-		body, err := io.ReadAll(req.Body)
-		var msg collogs.ExportLogsServiceRequest
-		if err == nil {
-			err = proto.Unmarshal(body, &msg)
-		}
-		if err != nil || req.URL.Path != "/v1/logs" {
-			http.Error(w, fmt.Sprintf("%s: %v", req.URL.Path, err), http.StatusBadRequest)
-			return
-		}
-		_, _ = sink.Export(req.Context(), &msg)
-		w.Header().Set("Content-Type", "application/x-protobuf")
-		out, _ := proto.Marshal(&collogs.ExportLogsServiceResponse{})
-		_, _ = w.Write(out)
-	}))
-	defer hs.Close()
 	r, err := New(context.Background(), Options{ReportingController: "example.com/c", Protocol: ProtocolHTTP,
-		Endpoint: hs.Listener.Addr().String(), Insecure: true})
+		Endpoint: serveHTTP(t, sink), Insecure: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,7 +3,7 @@
 // tools/events.EventRecorder (and controller-runtime's recorder.Provider)
 // and turns each call into one OpenTelemetry log record per the
 // otel-k8sevents log-record contract, sent over OTLP to a collector that
-// folds them into Events (eventseries processor, k8sevent exporter).
+// folds them into Events (eventseries processor, k8sevents exporter).
 //
 // A call never blocks and never starts a goroutine: it formats the note,
 // resolves the object reference (as client-go does) and puts a small entry
@@ -63,6 +63,13 @@ type Options struct {
 	// node-local agent).
 	Endpoint string
 	Insecure bool
+	// TokenFile is the pod's projected ServiceAccount token for the
+	// collector's audience, sent as `authorization: Bearer <token>` with
+	// every OTLP request and read again before each one (kubelet rotates
+	// it). Default DefaultTokenFile; NoToken sends none. While the file is
+	// absent or empty, requests go without a token (reported once to the
+	// OpenTelemetry error handler). Not used with Exporter.
+	TokenFile string
 	// Resource describes the app; default: resource.Default() (service.name
 	// and OTEL_RESOURCE_ATTRIBUTES).
 	Resource *resource.Resource
@@ -161,6 +168,9 @@ func New(ctx context.Context, opts Options) (*Recorder, error) {
 func withDefaults(o Options) Options {
 	if o.ReportingInstance == "" {
 		o.ReportingInstance, _ = os.Hostname()
+	}
+	if o.TokenFile == "" {
+		o.TokenFile = DefaultTokenFile
 	}
 	if o.QueueSize <= 0 {
 		o.QueueSize = DefaultQueueSize

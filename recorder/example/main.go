@@ -32,6 +32,7 @@ import (
 
 type flags struct {
 	endpoint, protocol, controller, instance string
+	tokenFile                                string
 	insecure, print                          bool
 	fallbackKubeconfig                       string
 	fallbackAfter, fallbackSettle            time.Duration
@@ -45,6 +46,7 @@ func parseFlags() flags {
 	flag.StringVar(&f.endpoint, "endpoint", "", "collector OTLP endpoint host:port (default: OTEL_EXPORTER_OTLP_ENDPOINT)")
 	flag.StringVar(&f.protocol, "protocol", "", "grpc or http/protobuf (default: OTEL_EXPORTER_OTLP_PROTOCOL, else http/protobuf)")
 	flag.BoolVar(&f.insecure, "insecure", false, "plain-text connection to the collector")
+	flag.StringVar(&f.tokenFile, "token-file", "", "ServiceAccount token sent as the bearer token, read before each request (default: "+recorder.DefaultTokenFile+"; "+recorder.NoToken+": none)")
 	flag.StringVar(&f.controller, "controller", "example.com/crashloop-controller", "reporting controller")
 	flag.StringVar(&f.instance, "instance", "", "reporting instance (default: host name)")
 	flag.Float64Var(&f.speed, "speed", 1, "storm speed: 1 real time (2 hours), N times faster, 0 as fast as possible")
@@ -90,7 +92,7 @@ func main() {
 	defer stop()
 	opts := recorder.Options{
 		ReportingController: f.controller, ReportingInstance: f.instance,
-		Endpoint: f.endpoint, Protocol: f.protocol, Insecure: f.insecure, QueueSize: f.queue,
+		Endpoint: f.endpoint, Protocol: f.protocol, Insecure: f.insecure, TokenFile: f.tokenFile, QueueSize: f.queue,
 		ErrorHandler: rateLimitedLog(),
 	}
 	var fb *fallback
