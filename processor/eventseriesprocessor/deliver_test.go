@@ -15,6 +15,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/metric/metricdata/metricdatatest"
 	clocktesting "k8s.io/utils/clock/testing"
 
+	"github.com/k8sevents/otel-k8sevents/internal/retry"
 	"github.com/k8sevents/otel-k8sevents/processor/eventseriesprocessor/internal/metadatatest"
 )
 
@@ -46,7 +47,15 @@ const faultScriptOccurrences = 7
 // noBackgroundRetry leaves every retry to the callers, so that the calls
 // to the next consumer are numbered the same in every run.
 func noBackgroundRetry(p *eventSeriesProcessor) {
-	p.retryMin, p.retryMax, p.backoff = time.Hour, time.Hour, time.Hour
+	p.backoff = retry.Backoff{Policy: retry.Policy{Initial: time.Hour}}
+}
+
+// quickRetry makes the goroutine send refused records again within
+// milliseconds.
+func quickRetry(p *eventSeriesProcessor) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.backoff = retry.Backoff{Policy: retry.Policy{Initial: time.Millisecond, Multiplier: 2, Max: 10 * time.Millisecond}}
 }
 
 // send is a sender that retries what is refused, as the receivers do, at
@@ -161,9 +170,7 @@ func TestFaultRefusedTimerRecordIsRetried(t *testing.T) {
 	clock := clocktesting.NewFakeClock(t0)
 	sink := &faultSink{}
 	h := newHarnessWith(t, nil, clock.Now, sink)
-	h.p.mu.Lock()
-	h.p.retryMin, h.p.retryMax, h.p.backoff = time.Millisecond, 10*time.Millisecond, time.Millisecond
-	h.p.mu.Unlock()
+	quickRetry(h.p)
 	ev := podEvent("web-1", "BackOff", "x")
 	ev.Time = t0
 	h.consume(logsOf(ev, ev, ev))
