@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/consumer/consumererror"
 	"go.opentelemetry.io/collector/pdata/plog"
+	"go.opentelemetry.io/collector/processor/processortest"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata/metricdatatest"
@@ -186,6 +187,34 @@ func TestFaultRefusedTimerRecordIsRetried(t *testing.T) {
 	metadatatest.AssertEqualProcessorEventseriesRefusedRecords(t, h.tel, []metricdata.DataPoint[int64]{
 		{Value: 3, Attributes: attribute.NewSet(attribute.String("outcome", "retried"))},
 	}, metricdatatest.IgnoreTimestamp())
+}
+
+// TestDeliveryRetryBacksOffAndStartsOver: while the next consumer refuses
+// what waits, the goroutine's wait doubles from 200 ms to its 5 s cap; a
+// delivery that goes through starts it over. The processor is not started:
+// the test calls deliver and nextWait as its goroutine (run) does.
+func TestDeliveryRetryBacksOffAndStartsOver(t *testing.T) {
+	sink := &faultSink{}
+	p, err := newProcessor(processortest.NewNopSettings(processortest.NopType), createDefaultConfig(), sink, time.Now)
+	require.NoError(t, err)
+	ev := podEvent("web-1", "BackOff", "x")
+	require.NoError(t, p.pending.push(logsOf(ev), false))
+	ms := time.Millisecond
+	assert.Equal(t, 200*ms, p.nextWait(false), "records wait, none refused yet")
+	sink.setRefuse(7, nil)
+	var waits []time.Duration
+	for range 7 {
+		require.Error(t, p.deliver(context.Background()))
+		waits = append(waits, p.nextWait(true))
+	}
+	assert.Equal(t, []time.Duration{200 * ms, 400 * ms, 800 * ms, 1600 * ms, 3200 * ms, 5 * time.Second, 5 * time.Second}, waits)
+	require.NoError(t, p.deliver(context.Background()))
+	require.NoError(t, p.pending.push(logsOf(ev), false))
+	sink.setRefuse(1, nil)
+	require.Error(t, p.deliver(context.Background()))
+	assert.Equal(t, 200*ms, p.nextWait(true), "a delivery that went through starts the wait over")
+	require.NoError(t, p.deliver(context.Background()))
+	assert.Equal(t, 2, sink.LogRecordCount(), "both records delivered")
 }
 
 // TestFaultPermanentRefusalIsDroppedAndCounted: what the next consumer
