@@ -16,6 +16,7 @@ import (
 
 	"github.com/k8sevents/otel-k8sevents/connector/eventsumconnector/internal/metadata"
 	"github.com/k8sevents/otel-k8sevents/internal/ratelog"
+	"github.com/k8sevents/otel-k8sevents/internal/retry"
 )
 
 // OverflowKey is the one attribute of a metric's overflow series, as the
@@ -49,17 +50,15 @@ type eventSum struct {
 
 	mu      sync.Mutex // the sums, and one send at a time so that values go out in order
 	metrics []*metricDef
-	values  []string // scratch
-	backoff time.Duration
-	retry   func() bool // stops the pending retry; nil when none
+	values  []string      // scratch
+	backoff retry.Backoff // of the pending retry
+	retry   func() bool   // stops the pending retry; nil when none
 	stopped bool
 }
 
-// Retries of a refused send when no batch comes to carry it.
-const (
-	retryMin = time.Second
-	retryMax = 30 * time.Second
-)
+// sendRetry is the wait before a refused send goes again when no batch
+// comes to carry it.
+var sendRetry = retry.Policy{Initial: time.Second, Multiplier: 2, Max: 30 * time.Second}
 
 func newEventSum(set component.TelemetrySettings, cfg *Config, next consumer.Metrics, clock func() time.Time) (*eventSum, error) {
 	tb, err := metadata.NewTelemetryBuilder(set)
@@ -67,7 +66,7 @@ func newEventSum(set component.TelemetrySettings, cfg *Config, next consumer.Met
 		return nil, fmt.Errorf("eventsum telemetry: %w", err)
 	}
 	c := &eventSum{next: next, logger: set.Logger, telemetry: tb, refusals: ratelog.New[string](time.Minute),
-		start: pcommon.NewTimestampFromTime(clock()), clock: clock, backoff: retryMin,
+		start: pcommon.NewTimestampFromTime(clock()), clock: clock, backoff: retry.Backoff{Policy: sendRetry},
 		after: func(d time.Duration, f func()) func() bool { return time.AfterFunc(d, f).Stop }}
 	names := make([]string, 0, len(cfg.Logs))
 	for name := range cfg.Logs {
@@ -211,7 +210,7 @@ func (c *eventSum) send(ctx context.Context) {
 	}
 	err := c.next.ConsumeMetrics(ctx, md)
 	if err == nil {
-		c.backoff = retryMin
+		c.backoff.Reset()
 		return
 	}
 	for i, m := range c.metrics {
@@ -223,8 +222,7 @@ func (c *eventSum) send(ctx context.Context) {
 			zap.Int("metrics", sm.Metrics().Len()), zap.Error(err))
 	}
 	if c.retry == nil && !c.stopped {
-		c.retry = c.after(c.backoff, c.retrySend)
-		c.backoff = min(2*c.backoff, retryMax)
+		c.retry = c.after(c.backoff.Failed(err), c.retrySend)
 	}
 }
 

@@ -56,6 +56,7 @@ type rig struct {
 	sink    *refusingSink
 	tel     *componenttest.Telemetry
 	pending []func()
+	waits   []time.Duration // of the retries scheduled, in order
 }
 
 func newRig(t *testing.T, cfg *Config) *rig {
@@ -63,8 +64,8 @@ func newRig(t *testing.T, cfg *Config) *rig {
 	set := r.tel.NewTelemetrySettings()
 	c, err := newEventSum(set, cfg, r.sink, func() time.Time { return t0 })
 	require.NoError(t, err)
-	c.after = func(_ time.Duration, f func()) func() bool {
-		r.pending = append(r.pending, f)
+	c.after = func(d time.Duration, f func()) func() bool {
+		r.pending, r.waits = append(r.pending, f), append(r.waits, d)
 		return func() bool { return false }
 	}
 	r.c = c
@@ -296,6 +297,23 @@ func TestFaultRefusedSendsAreMadeGood(t *testing.T) {
 		require.NoError(t, r.c.Shutdown(context.Background()))
 		assert.Equal(t, truthOf(batches, 100), latest(t, r.sink), "shutdown sends what is still refused")
 	})
+}
+
+// TestRefusedSendsBackOff: while the next consumer refuses, each retry
+// waits twice the one before; once a send goes through, the next refusal
+// waits the first wait again.
+func TestRefusedSendsBackOff(t *testing.T) {
+	batches := [][]rec{{{"a", "BackOff", 1, false}}, {{"a", "BackOff", 2, false}}}
+	r := newRig(t, occurrencesConfig())
+	r.sink.plan = func(call int) bool { return call <= 3 || call == 5 }
+	r.consume(logsOf(batches[0]))
+	for range 3 {
+		r.runRetries() // calls 2 and 3 refused, 4 goes through
+	}
+	r.consume(logsOf(batches[1])) // call 5 refused
+	r.runRetries()
+	assert.Equal(t, []time.Duration{time.Second, 2 * time.Second, 4 * time.Second, time.Second}, r.waits)
+	assert.Equal(t, truthOf(batches, 100), latest(t, r.sink))
 }
 
 // TestRandomBatchesAreExact: over random batches (attributes on the record

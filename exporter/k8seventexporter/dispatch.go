@@ -4,12 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"sync"
 	"time"
 
 	"go.opentelemetry.io/collector/config/configretry"
 	"go.opentelemetry.io/collector/consumer/consumererror"
+
+	"github.com/k8sevents/otel-k8sevents/internal/retry"
 )
 
 // errStopping ends a record's wait when the exporter shuts down while its
@@ -165,9 +166,7 @@ func (d *dispatcher) resolve(p *pending, err error) {
 			err = fmt.Errorf("%w: %w", errStopping, err)
 		}
 	default:
-		delay := func(attempt int) time.Duration {
-			return max(backoffDelay(d.retry, attempt, rand.Float64()), retryAfter(err))
-		}
+		delay := func(attempt int) time.Duration { return retry.FromConfig(d.retry).Delay(attempt, err) }
 		if !d.lanes.failed(p, err, time.Now(), delay, d.retry.MaxElapsedTime) {
 			return // stays at the head of its lane
 		}
@@ -206,20 +205,4 @@ func (d *dispatcher) close() {
 	for _, p := range d.lanes.drain() {
 		p.b.resolve(p.idx, errStopping)
 	}
-}
-
-// throttled is a 429 that said when to come back.
-type throttled struct {
-	error
-	after time.Duration
-}
-
-func (t throttled) Unwrap() error { return t.error }
-
-func retryAfter(err error) time.Duration {
-	var t throttled
-	if errors.As(err, &t) {
-		return t.after
-	}
-	return 0
 }

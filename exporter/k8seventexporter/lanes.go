@@ -1,11 +1,8 @@
 package k8seventexporter // import "github.com/k8sevents/otel-k8sevents/exporter/k8seventexporter"
 
 import (
-	"math"
 	"slices"
 	"time"
-
-	"go.opentelemetry.io/collector/config/configretry"
 
 	"github.com/k8sevents/otel-k8sevents/internal/k8sevent"
 )
@@ -197,16 +194,4 @@ func (l *lanes) dropIfEmpty(ln *lane) {
 	if l.next >= len(l.ring) {
 		l.next = 0
 	}
-}
-
-// backoffDelay is retry_on_failure's wait before attempt+1: the initial
-// interval grown by the multiplier per failed attempt, capped at the
-// maximum, spread by the randomization factor (r in [0,1)).
-func backoffDelay(cfg configretry.BackOffConfig, attempt int, r float64) time.Duration {
-	d := float64(cfg.InitialInterval) * math.Pow(cfg.Multiplier, float64(attempt-1))
-	if m := float64(cfg.MaxInterval); m > 0 && d > m {
-		d = m
-	}
-	spread := cfg.RandomizationFactor * d
-	return time.Duration(d - spread + r*2*spread)
 }

@@ -109,14 +109,6 @@ func TestLanesWithdrawAndStop(t *testing.T) {
 	assert.Equal(t, []string{"shop/2"}, takeAll(l, t0), "the lane goes on")
 }
 
-func TestBackoffDelayGrowsToItsCap(t *testing.T) {
-	cfg := configretry.NewDefaultBackOffConfig() // 5 s, x1.5, max 30 s, randomization 0.5
-	assert.Equal(t, 5*time.Second, backoffDelay(cfg, 1, 0.5))
-	assert.Equal(t, 7500*time.Millisecond, backoffDelay(cfg, 2, 0.5))
-	assert.Equal(t, 30*time.Second, backoffDelay(cfg, 20, 0.5))
-	assert.Equal(t, 15*time.Second, backoffDelay(cfg, 20, 0), "randomization spreads it by half")
-}
-
 // TestSeqGateAdmitsInStampOrder: pushes that arrive out of order enter the
 // lanes in stamp order; a stamp that will not come is passed by its issuer.
 func TestSeqGateAdmitsInStampOrder(t *testing.T) {

@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/k8sevents/otel-k8sevents/internal/k8sevent"
+	"github.com/k8sevents/otel-k8sevents/internal/retry"
 )
 
 // errNamespace marks a record for a namespace outside the allowlist.
@@ -314,7 +315,7 @@ func (w *writer) classify(err error, verb string, ev *k8sevent.Event) error {
 	switch {
 	case apierrors.IsTooManyRequests(err):
 		if delay, ok := apierrors.SuggestsClientDelay(err); ok && delay > 0 {
-			return throttled{error: err, after: time.Duration(delay) * time.Second}
+			return retry.Throttled(err, time.Duration(delay)*time.Second)
 		}
 		return err // retry_on_failure's exponential backoff
 	case apierrors.IsBadRequest(err), apierrors.IsInvalid(err), tooLarge(err),

@@ -3,6 +3,6 @@
 // loopback, the built collector as a child process, fault proxies, recorded
 // storms and client-go's recorders as models. None of it is in the
 // collector binary: the components import only internal/k8sevent,
-// internal/k8sclient, internal/ratelog and internal/ctxwait
-// (TestShippedCodeImportsNoHarness).
+// internal/k8sclient, internal/ratelog, internal/ctxwait and
+// internal/retry (TestShippedCodeImportsNoHarness).
 package harness

@@ -12,6 +12,8 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
 	"go.uber.org/zap"
+
+	"github.com/k8sevents/otel-k8sevents/internal/retry"
 )
 
 // Delivery. The engine marks a record emitted when it decides it, so a
@@ -29,11 +31,9 @@ import (
 // outbox holds at most what one batch and one round of timers decided,
 // plus the shutdown flush. The state saves include it.
 
-// Retries of refused records, from the timer goroutine.
-const (
-	retryMin = 200 * time.Millisecond
-	retryMax = 5 * time.Second
-)
+// deliveryRetry is the goroutine's wait before it sends refused records
+// again.
+var deliveryRetry = retry.Policy{Initial: 200 * time.Millisecond, Multiplier: 2, Max: 5 * time.Second}
 
 // outbox holds the records decided and not yet taken by the next consumer,
 // oldest first. With storage, each batch is also kept marshaled, made
@@ -217,7 +217,8 @@ func (p *eventSeriesProcessor) deliver(ctx context.Context) error {
 		p.refusal = nil
 		if err == nil || permanent {
 			p.pending.pop(n)
-			p.dirty, p.backoff = true, p.retryMin
+			p.dirty = true
+			p.backoff.Reset()
 		} else {
 			p.refusal = err
 		}
@@ -326,9 +327,9 @@ func (p *eventSeriesProcessor) nextWait(failed bool) time.Duration {
 	if p.pending.records > 0 {
 		p.timerAt = 0
 		if failed {
-			p.backoff = min(2*p.backoff, p.retryMax)
+			return p.backoff.Failed(p.refusal)
 		}
-		return p.backoff
+		return p.backoff.Initial // records decided since the last attempt
 	}
 	if d, ok := p.engine.NextDeadline(); ok && !p.eventTime {
 		p.timerAt = d

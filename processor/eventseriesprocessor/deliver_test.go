@@ -10,11 +10,13 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/consumer/consumererror"
 	"go.opentelemetry.io/collector/pdata/plog"
+	"go.opentelemetry.io/collector/processor/processortest"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata/metricdatatest"
 	clocktesting "k8s.io/utils/clock/testing"
 
+	"github.com/k8sevents/otel-k8sevents/internal/retry"
 	"github.com/k8sevents/otel-k8sevents/processor/eventseriesprocessor/internal/metadatatest"
 )
 
@@ -46,7 +48,15 @@ const faultScriptOccurrences = 7
 // noBackgroundRetry leaves every retry to the callers, so that the calls
 // to the next consumer are numbered the same in every run.
 func noBackgroundRetry(p *eventSeriesProcessor) {
-	p.retryMin, p.retryMax, p.backoff = time.Hour, time.Hour, time.Hour
+	p.backoff = retry.Backoff{Policy: retry.Policy{Initial: time.Hour}}
+}
+
+// quickRetry makes the goroutine send refused records again within
+// milliseconds.
+func quickRetry(p *eventSeriesProcessor) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.backoff = retry.Backoff{Policy: retry.Policy{Initial: time.Millisecond, Multiplier: 2, Max: 10 * time.Millisecond}}
 }
 
 // send is a sender that retries what is refused, as the receivers do, at
@@ -161,9 +171,7 @@ func TestFaultRefusedTimerRecordIsRetried(t *testing.T) {
 	clock := clocktesting.NewFakeClock(t0)
 	sink := &faultSink{}
 	h := newHarnessWith(t, nil, clock.Now, sink)
-	h.p.mu.Lock()
-	h.p.retryMin, h.p.retryMax, h.p.backoff = time.Millisecond, 10*time.Millisecond, time.Millisecond
-	h.p.mu.Unlock()
+	quickRetry(h.p)
 	ev := podEvent("web-1", "BackOff", "x")
 	ev.Time = t0
 	h.consume(logsOf(ev, ev, ev))
@@ -179,6 +187,34 @@ func TestFaultRefusedTimerRecordIsRetried(t *testing.T) {
 	metadatatest.AssertEqualProcessorEventseriesRefusedRecords(t, h.tel, []metricdata.DataPoint[int64]{
 		{Value: 3, Attributes: attribute.NewSet(attribute.String("outcome", "retried"))},
 	}, metricdatatest.IgnoreTimestamp())
+}
+
+// TestDeliveryRetryBacksOffAndStartsOver: while the next consumer refuses
+// what waits, the goroutine's wait doubles from 200 ms to its 5 s cap; a
+// delivery that goes through starts it over. The processor is not started:
+// the test calls deliver and nextWait as its goroutine (run) does.
+func TestDeliveryRetryBacksOffAndStartsOver(t *testing.T) {
+	sink := &faultSink{}
+	p, err := newProcessor(processortest.NewNopSettings(processortest.NopType), createDefaultConfig(), sink, time.Now)
+	require.NoError(t, err)
+	ev := podEvent("web-1", "BackOff", "x")
+	require.NoError(t, p.pending.push(logsOf(ev), false))
+	ms := time.Millisecond
+	assert.Equal(t, 200*ms, p.nextWait(false), "records wait, none refused yet")
+	sink.setRefuse(7, nil)
+	var waits []time.Duration
+	for range 7 {
+		require.Error(t, p.deliver(context.Background()))
+		waits = append(waits, p.nextWait(true))
+	}
+	assert.Equal(t, []time.Duration{200 * ms, 400 * ms, 800 * ms, 1600 * ms, 3200 * ms, 5 * time.Second, 5 * time.Second}, waits)
+	require.NoError(t, p.deliver(context.Background()))
+	require.NoError(t, p.pending.push(logsOf(ev), false))
+	sink.setRefuse(1, nil)
+	require.Error(t, p.deliver(context.Background()))
+	assert.Equal(t, 200*ms, p.nextWait(true), "a delivery that went through starts the wait over")
+	require.NoError(t, p.deliver(context.Background()))
+	assert.Equal(t, 2, sink.LogRecordCount(), "both records delivered")
 }
 
 // TestFaultPermanentRefusalIsDroppedAndCounted: what the next consumer

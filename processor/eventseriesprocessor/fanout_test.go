@@ -174,9 +174,7 @@ func TestExactFanoutPermanentRefusalOfOneConsumer(t *testing.T) {
 					pipeline.NewIDWithName(pipeline.SignalLogs, "file"):      &f.file,
 				})
 				h := newHarnessWith(t, eventTime, time.Now, f)
-				h.p.mu.Lock()
-				h.p.retryMin, h.p.retryMax, h.p.backoff = time.Millisecond, 10*time.Millisecond, time.Millisecond
-				h.p.mu.Unlock()
+				quickRetry(h.p)
 				for _, ld := range faultScript() {
 					require.True(t, send(t, h.p, ld, 5))
 				}

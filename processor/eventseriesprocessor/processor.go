@@ -16,6 +16,7 @@ import (
 
 	"github.com/k8sevents/otel-k8sevents/internal/k8sevent"
 	"github.com/k8sevents/otel-k8sevents/internal/ratelog"
+	"github.com/k8sevents/otel-k8sevents/internal/retry"
 	"github.com/k8sevents/otel-k8sevents/processor/eventseriesprocessor/internal/engine"
 	"github.com/k8sevents/otel-k8sevents/processor/eventseriesprocessor/internal/metadata"
 )
@@ -59,13 +60,12 @@ type eventSeriesProcessor struct {
 	refusalLog *ratelog.Limiter[string]
 	timerAt    int64         // deadline the goroutine waits for; 0 when none
 	dirty      bool          // the engine or the outbox changed since the last save
-	backoff    time.Duration // before the next retry of refused records
+	backoff    retry.Backoff // of the refused records' delivery
 
-	store              storage.Client // nil without storage
-	saveMu             sync.Mutex     // one save at a time: a save truncates the log by what it covers
-	wal                walState
-	saveEvery          time.Duration
-	retryMin, retryMax time.Duration
+	store     storage.Client // nil without storage
+	saveMu    sync.Mutex     // one save at a time: a save truncates the log by what it covers
+	wal       walState
+	saveEvery time.Duration
 
 	wake      chan struct{}
 	done      chan struct{}
@@ -91,9 +91,7 @@ func newProcessor(set processor.Settings, cfg *Config, next consumer.Logs, clock
 		turn:       make(chan struct{}, 1),
 		attempted:  make(chan struct{}),
 		saveEvery:  saveInterval,
-		retryMin:   retryMin,
-		retryMax:   retryMax,
-		backoff:    retryMin,
+		backoff:    retry.Backoff{Policy: deliveryRetry},
 		engine:     eng,
 		wal:        walState{enabled: cfg.WriteAheadLog.Enabled, maxBytes: cfg.WriteAheadLog.MaxBytes},
 		logRate:    ratelog.New[k8sevent.Problem](problemLogInterval),

@@ -19,6 +19,7 @@ import (
 
 	"github.com/k8sevents/otel-k8sevents/internal/ctxwait"
 	"github.com/k8sevents/otel-k8sevents/internal/k8sevent"
+	"github.com/k8sevents/otel-k8sevents/internal/retry"
 	"github.com/k8sevents/otel-k8sevents/receiver/k8seventsreceiver/internal/metadata"
 )
 
@@ -26,8 +27,14 @@ const (
 	// checkpointInterval is how often a watch saves where it is; it also
 	// saves at every bookmark and when it stops.
 	checkpointInterval = time.Second
-	maxBackoff         = 30 * time.Second
 	recentSize         = 4096
+)
+
+// The retries of a failed list or watch, and of records the pipeline
+// refused.
+var (
+	watchRetry = retry.Policy{Initial: time.Second, Multiplier: 2, Max: 30 * time.Second}
+	emitRetry  = retry.Policy{Initial: 100 * time.Millisecond, Multiplier: 2, Max: 30 * time.Second}
 )
 
 // checkpointStore keeps the watches' checkpoints across restarts and leaders
@@ -64,22 +71,22 @@ func (w *watcher) checkpointKey() string { return "checkpoint/" + w.ns }
 func (w *watcher) run(ctx context.Context) {
 	w.checkpoint = newCheckpoint(recentSize)
 	w.load(ctx)
-	backoff := time.Second
+	backoff := retry.Backoff{Policy: watchRetry}
 	for ctx.Err() == nil {
 		err := w.cycle(ctx)
 		if err == nil {
-			backoff = time.Second
+			backoff.Reset()
 			continue
 		}
 		if ctx.Err() != nil {
 			break
 		}
-		w.logger.Warn("Watching events failed; retrying", zap.String("namespace", w.ns), zap.Duration("after", backoff), zap.Error(err))
+		wait := backoff.Failed(err)
+		w.logger.Warn("Watching events failed; retrying", zap.String("namespace", w.ns), zap.Duration("after", wait), zap.Error(err))
 		w.count(w.telemetry.ReceiverK8seventsWatchRestarts, 1)
-		if ctxwait.Sleep(ctx, backoff) != nil {
+		if ctxwait.Sleep(ctx, wait) != nil {
 			break
 		}
-		backoff = min(2*backoff, maxBackoff)
 	}
 	w.save(context.WithoutCancel(ctx))
 }
@@ -236,7 +243,8 @@ func (w *watcher) emit(ctx context.Context, items []listed) error {
 			w.telemetry.ReceiverK8seventsEmitLag.Record(ctx, now.Sub(items[i].ev.Time).Seconds())
 		}
 	}
-	for backoff := 100 * time.Millisecond; ; backoff = min(2*backoff, maxBackoff) {
+	backoff := retry.Backoff{Policy: emitRetry}
+	for {
 		err := w.next.ConsumeLogs(ctx, ld)
 		if err == nil {
 			break
@@ -245,7 +253,7 @@ func (w *watcher) emit(ctx context.Context, items []listed) error {
 			w.logger.Error("Pipeline refused event records for good; dropped", zap.Int("records", len(items)), zap.Error(err))
 			break
 		}
-		if ctxwait.Sleep(ctx, backoff) != nil {
+		if ctxwait.Sleep(ctx, backoff.Failed(err)) != nil {
 			return fmt.Errorf("emit %d event records: %w", len(items), err)
 		}
 	}
