@@ -84,10 +84,9 @@ type Stats struct {
 	// count did not grow (a relist, a resend, an update of another field):
 	// nothing to count.
 	Unchanged int64
-	// Unproven counts records of an Event object the totals cache may have
-	// forgotten, counted as at most one occurrence; UnprovenOccurrences is
-	// what they stated beyond what was counted: the most the counts may be
-	// short by (see total).
+	// Unproven counts records of an Event object the totals do not
+	// remember and cannot prove new, counted as one occurrence each;
+	// UnprovenOccurrences is what they stated beyond it (see totals).
 	Unproven            int64
 	UnprovenOccurrences int64
 	// RestoreDropped counts entries of a restored state that did not fit in
@@ -136,10 +135,7 @@ type Engine struct {
 	states     *lru[*state]
 	aggs       *lru[*aggregate]
 	spam       *lru[*bucket]
-	totals     *totalTable
-	forgot     horizon   // of the objects the totals cache forgot
-	filter     forgotten // which objects it forgot, for a while
-	oldTotals  int       // totals held under the hash of a snapshot before version 6 (see upgrade)
+	totals     totals
 	due        deadlines
 	buf        []byte
 	numBuf     []byte // the count of states made, in decimal (see madeDigits)
@@ -206,11 +202,8 @@ func (e *Engine) reset() error {
 	if e.spam, err = newLRU(e.cfg.MaxKeys, func(_ string, b *bucket) { b.gen++; e.bucketPool.put(b) }); err != nil {
 		return err
 	}
-	e.totals = newTotalTable(e.cfg.MaxKeys, e.forget)
-	e.oldTotals = 0
+	e.totals = newTotals(e.cfg.MaxKeys)
 	e.due, e.now, e.statesMade = nil, 0, 0
-	e.forgot = horizon{first: unknownTime, last: unknownTime}
-	e.filter = newForgotten(e.cfg.MaxKeys)
 	e.out, e.pending = e.out[:0], 0
 	return nil
 }

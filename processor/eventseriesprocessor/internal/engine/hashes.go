@@ -33,7 +33,7 @@ func objectHash(ev *k8sevent.Event) (h uint64, ok bool) {
 }
 
 const (
-	objectSeed    = 0x243f6a8885a308d3 // any fixed value: what snapshots since version 6 hold
+	objectSeed    = 0x243f6a8885a308d3 // any fixed value: snapshots hold the hashes
 	objectCluster = 0x13198a2e03707344
 	hashMul1      = 0x9e3779b97f4a7c15
 	hashMul2      = 0xc2b2ae3d27d4eb4f
@@ -58,37 +58,6 @@ func hashPart(h uint64, s string) uint64 {
 		return h
 	}
 	return bits.RotateLeft64((h^w)*hashMul2, 31) * hashMul1
-}
-
-// fnvObjectHash is what snapshots before version 6 knew an object by: the
-// 64-bit FNV-1a hash of 'U' uid, or of 'N' namespace/name, then of the
-// cluster when known. A restored older snapshot's totals keep it until
-// their object comes back (see Engine.oldTotals).
-func fnvObjectHash(ev *k8sevent.Event) uint64 {
-	var h uint64
-	if ev.UID != "" {
-		h = fnvAdd(fnvAdd(fnvOffset, "U"), ev.UID)
-	} else {
-		h = fnvAdd(fnvAdd(fnvAdd(fnvAdd(fnvOffset, "N"), ev.ObjectNamespace()), "/"), ev.Name)
-	}
-	if c := ev.Cluster; c != (k8sevent.Cluster{}) {
-		h = fnvAdd(fnvAdd(fnvAdd(fnvAdd(h, "\x00C"), c.Name), "\x00"), c.UID)
-	}
-	return h
-}
-
-// fnvKeyHash is the FNV-1a hash of a key as snapshot versions 1 to 3 held it.
-func fnvKeyHash(key string) uint64 { return fnvAdd(fnvOffset, key) }
-
-const fnvOffset = 14695981039346656037
-
-// fnvAdd continues an FNV-1a hash over s.
-func fnvAdd(h uint64, s string) uint64 {
-	for i := 0; i < len(s); i++ {
-		h ^= uint64(s[i])
-		h *= 1099511628211
-	}
-	return h
 }
 
 func mix64(z uint64) uint64 {

@@ -35,9 +35,7 @@ const (
 	fSourceHost
 	fNote
 	fNamespace
-	// The cluster (issue 17 item 3): the last fields of every cache key, so
-	// that a key of snapshot version 4 or older becomes today's by
-	// appending two empty fields (see migrateKey).
+	// The cluster: the last fields of every cache key.
 	fClusterName
 	fClusterUID
 	lastField = fClusterUID
@@ -330,32 +328,7 @@ func borrow(b []byte) string {
 	return unsafe.String(&b[0], len(b))
 }
 
-// migrateKey turns a key of snapshot version 4 or older, whose layout had
-// no cluster fields, into today's: the same key with two empty cluster
-// fields at its end.
-func migrateKey(key string) string { return key + "\x00\x00" }
-
 // nameKey is the part of a key that names its Event objects: without the
 // empty cluster fields of a record that states no cluster, so that such
 // records get the names they got before keys had a cluster.
 func nameKey(key string) string { return strings.TrimSuffix(key, "\x00\x00") }
-
-// migratePacked turns a state packed by snapshot version 4 or older, whose
-// key had keyFields fields and no cluster, into today's packing: two empty
-// cluster fields at the end of its key prefix. What it cannot read it
-// returns as it is, for check to refuse.
-func migratePacked(packed string, keyFields int) string {
-	if packed == "" {
-		return packed
-	}
-	s := packed[1:]
-	for range keyFields {
-		n, w := binary.Uvarint([]byte(s[:min(len(s), binary.MaxVarintLen64)]))
-		if w <= 0 || n > uint64(len(s)-w) {
-			return packed
-		}
-		s = s[w+int(n):]
-	}
-	cut := len(packed) - len(s)
-	return migrateKey(packed[:cut]) + packed[cut:]
-}

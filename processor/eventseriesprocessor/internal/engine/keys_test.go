@@ -2,7 +2,6 @@ package engine
 
 import (
 	"encoding/binary"
-	"math/bits"
 	"math/rand/v2"
 	"strings"
 	"testing"
@@ -62,49 +61,6 @@ func TestPackingIsTheSnapshotsAndNotesShareIt(t *testing.T) {
 			require.Equal(t, check, keyLen)
 			require.Equal(t, ev.Note, l.note(packed, &ev))
 			require.Equal(t, l.field(packed, fNote), l.note(packed, &ev), "the note as field finds it")
-		}
-	}
-}
-
-// The filter of forgotten objects (what snapshots hold) is blocked: an
-// object sets, in the block of 8 words its first probe hash scales to,
-// bit (h2 >> 6i) & 63 of word i, whether max_keys is a power of two or
-// not (or no multiple of 8); an object put in is found, in either
-// generation, and objects not put in mostly are not.
-func TestForgottenSetsTheSnapshotsBits(t *testing.T) {
-	for _, maxKeys := range []int{64, 100, 13} {
-		f := newForgotten(maxKeys)
-		want := make([]uint64, len(f.gens[0].bits))
-		require.Zero(t, len(want)%8)
-		require.GreaterOrEqual(t, len(want)*64, maxKeys*filterBits*filterLoad)
-		h := horizon{first: unknownTime, last: unknownTime}
-		var keys []uint64
-		for i := range uint64(50) {
-			key := mix64(i + 1)
-			f.add(key, 0, &h)
-			keys = append(keys, key)
-			h1, h2 := probeHashes(key)
-			block, _ := bits.Mul64(h1, uint64(len(want)/8))
-			for j := range uint64(8) {
-				want[block*8+j] |= 1 << (h2 >> (6 * j) & 63)
-			}
-		}
-		require.Equal(t, want, f.gens[0].bits, "max_keys %d", maxKeys)
-		for _, key := range keys {
-			require.True(t, f.has(key))
-		}
-		f.gens[0], f.gens[1] = f.gens[1], f.gens[0] // the previous generation is read too
-		for _, key := range keys {
-			require.True(t, f.has(key))
-		}
-		if maxKeys == 64 {
-			falsePositives := 0
-			for i := range uint64(10_000) {
-				if f.has(mix64(i + 1000)) {
-					falsePositives++
-				}
-			}
-			require.Less(t, falsePositives, 10, "50 objects in 4096 bits")
 		}
 	}
 }

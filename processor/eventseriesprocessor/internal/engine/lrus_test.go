@@ -98,45 +98,6 @@ func TestLRUAddsWithoutAllocating(t *testing.T) {
 	require.Equal(t, 100, c.Len())
 }
 
-// The totals table behaves as the LRU it replaced: the same objects held,
-// the same forgotten in the same order, under random gets and adds of
-// hashes that crowd into few positions (long probe runs, deletions in
-// their middle) and a resize.
-func TestTotalTableIsAnLRU(t *testing.T) {
-	rng := rand.New(rand.NewPCG(3, 4))
-	var gotEvicted, wantEvicted []uint64
-	table := newTotalTable(50, func(h uint64, _ *total) { gotEvicted = append(gotEvicted, h) })
-	want, _ := simplelru.NewLRU(50, func(h uint64, _ int64) { wantEvicted = append(wantEvicted, h) })
-	for i := range 200_000 {
-		h := rng.Uint64N(150)
-		if rng.IntN(4) == 0 {
-			h <<= 40 // same low bits as others: the mix must spread them
-		}
-		if i == 100_000 {
-			var dropped int
-			table, dropped = table.resized(30)
-			require.Equal(t, want.Resize(30), dropped)
-			require.Equal(t, wantEvicted, gotEvicted)
-		}
-		got, ok := table.get(h)
-		count, wantOK := want.Get(h)
-		require.Equal(t, wantOK, ok, "step %d", i)
-		if ok {
-			require.Equal(t, count, got.count)
-			continue
-		}
-		require.True(t, table.add(h, total{count: int64(i)}))
-		want.Add(h, int64(i))
-		require.Equal(t, wantEvicted, gotEvicted)
-		gotEvicted, wantEvicted = gotEvicted[:0], wantEvicted[:0]
-		require.Equal(t, want.Len(), table.Len())
-	}
-	var order []uint64
-	table.each(func(h uint64, _ *total) { order = append(order, h) })
-	require.Equal(t, want.Keys(), order, "least recently seen first")
-	require.False(t, table.add(order[0], total{}), "a held hash is not added twice")
-}
-
 // A state pushed out is reused only from the next call on (until then a
 // caller may still hold it, as Flush holds its list), and emptied first.
 func TestPoolReusesOnlyAfterTheCall(t *testing.T) {
@@ -154,4 +115,29 @@ func TestPoolReusesOnlyAfterTheCall(t *testing.T) {
 	}
 	p.settle()
 	require.Len(t, p.free, poolMax, "what a pool keeps is bounded")
+}
+
+// The totals remember at least the totalsPerKey × max_keys objects seen
+// most recently, with their counts: whatever an LRU of that size holds,
+// under random sightings of objects old and new, they hold too, and they
+// never hold more than twice that.
+func TestTotalsRememberTheMostRecentObjects(t *testing.T) {
+	for _, maxKeys := range []int{1, 3, 16} {
+		rng := rand.New(rand.NewPCG(5, uint64(maxKeys)))
+		m := newTotals(maxKeys)
+		want, _ := simplelru.NewLRU[uint64, int64](totalsPerKey*maxKeys, nil)
+		for i := range 20_000 {
+			key := rng.Uint64N(uint64(12 * maxKeys))
+			count, held := want.Get(key)
+			got, ok := m.get(key)
+			if held {
+				require.True(t, ok, "max_keys %d step %d: object %d forgotten", maxKeys, i, key)
+				require.Equal(t, count, got.count)
+			}
+			want.Add(key, int64(i))
+			m.set(key, total{count: int64(i)}, 0)
+			require.LessOrEqual(t, m.Len(), 2*totalsPerKey*maxKeys)
+		}
+		require.True(t, m.forgot, "max_keys %d: objects were forgotten", maxKeys)
+	}
 }

@@ -104,26 +104,6 @@ func (e *Engine) keyOf(mem *[]byte, key []byte) string {
 	return unsafe.String(unsafe.SliceData(*mem), len(*mem))
 }
 
-// recountEvents restores each bucket's events from the restored states:
-// in legacy mode, the events of its key already written.
-func (e *Engine) recountEvents() {
-	if !e.cfg.Legacy || !e.cfg.SpamFilter {
-		return
-	}
-	var ev k8sevent.Event
-	for _, st := range e.states.Values() {
-		if !st.visible {
-			continue
-		}
-		layoutOf(st, &e.series).unpack(st.packed, &ev)
-		e.spamBuf = e.spamLayout.appendKey(e.spamBuf[:0], &ev)
-		if b, ok := e.spam.Peek(borrow(e.spamBuf)); ok {
-			st.inBucket = true
-			b.events++
-		}
-	}
-}
-
 // bucket is a spam-filter token bucket. The limiter changes its state
 // (tokens, and when it last counted them) only when it allows a record:
 // last keeps that time, and the tokens at last are the limiter's at any
@@ -158,16 +138,13 @@ func (b *bucket) tokens() float64 {
 
 // restoreBuckets reads the spam buckets of a snapshot (format in
 // snapshot.go); those of another spam key are read and dropped.
-func (e *Engine) restoreBuckets(r *reader, spamKey string, version uint64) error {
+func (e *Engine) restoreBuckets(r *reader, spamKey string) error {
 	keep := e.cfg.SpamFilter && spamKey == e.spamKey()
 	n := r.entries(len(r.b), "spam buckets")
 	e.spam.Resize(max(n, e.cfg.MaxKeys))
 	for range n {
 		key, tokens, last := r.str(), math.Float64frombits(r.u64()), r.int()
-		var events uint64
-		if version >= 3 {
-			events = min(r.uint(), uint64(e.states.Len()))
-		}
+		events := min(r.uint(), uint64(e.states.Len()))
 		if r.err == nil && !(tokens >= 0) {
 			return fmt.Errorf("spam bucket %q holds %g tokens", key, tokens)
 		}
@@ -177,9 +154,6 @@ func (e *Engine) restoreBuckets(r *reader, spamKey string, version uint64) error
 		b := new(bucket)
 		b.set(e.cfg.SpamQPS, e.cfg.SpamBurst, tokens, last)
 		b.events = int(events)
-		if version < 5 {
-			key = migrateKey(key)
-		}
 		if !add(e.spam, key, b) {
 			return fmt.Errorf("spam bucket %q twice", key)
 		}

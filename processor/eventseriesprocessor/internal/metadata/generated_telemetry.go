@@ -193,7 +193,7 @@ func NewTelemetryBuilder(settings component.TelemetrySettings, options ...Teleme
 	errs = errors.Join(errs, err)
 	builder.ProcessorEventseriesUnprovenRecords, err = builder.meter.Int64Counter(
 		"otelcol_processor_eventseries_unproven_records",
-		metric.WithDescription("Records of an Event uid the cumulative-count cache may have forgotten, counted as at most one occurrence each (never more than happened). [Alpha]"),
+		metric.WithDescription("Records of an Event object the processor no longer remembers and cannot prove new, counted as one occurrence each (one too many for a resend without growth, fewer than stated for a new object stating a count). [Alpha]"),
 		metric.WithUnit("{records}"),
 	)
 	errs = errors.Join(errs, err)
