@@ -9,8 +9,9 @@ import (
 )
 
 // objectHash is what the totals cache and the filter of forgotten objects
-// know an Event object by (see totalTable): its key ('U' and its uid, or
-// 'N', its namespace and name), then its cluster when known, each part
+// know an Event object by (see totals): its key ('U' and its uid, or
+// 'N', its namespace and name), then its cluster's name when known (not
+// its uid: see clusterFields), each part
 // length-prefixed, hashed 8 bytes at a time. Fixed, not seeded: snapshots
 // keep it, and a crafted collision gains nothing sending the other
 // object's key would not (see totalTable). Keys of equal parts' lengths
@@ -26,8 +27,8 @@ func objectHash(ev *k8sevent.Event) (h uint64, ok bool) {
 	default:
 		return 0, false
 	}
-	if c := ev.Cluster; c != (k8sevent.Cluster{}) {
-		h = hashPart(hashPart(h^objectCluster, c.Name), c.UID)
+	if ev.Cluster.Name != "" {
+		h = hashPart(h^objectCluster, ev.Cluster.Name)
 	}
 	return h, true
 }

@@ -35,14 +35,16 @@ const (
 	fSourceHost
 	fNote
 	fNamespace
-	// The cluster: the last fields of every cache key.
 	fClusterName
 	fClusterUID
 	lastField = fClusterUID
 )
 
-// clusterFields end every key: two clusters' identical objects stay apart.
-var clusterFields = []field{fClusterName, fClusterUID}
+// clusterFields end every key: two named clusters' identical objects stay
+// apart. The cluster's uid is not part of any key: the receiver writes it
+// once it could read it, and a record gaining it must stay in its series
+// (it is packed with the other fields, so timer records carry it).
+var clusterFields = []field{fClusterName}
 
 func (f field) of(ev *k8sevent.Event) *string {
 	switch f {
@@ -154,12 +156,12 @@ func seriesLayout(withResourceVersion bool) layout {
 // controller and instance, so that two apps posing the same source stay apart.
 var identicalLayout = newLayout('I', fSourceComponent, fSourceHost,
 	fRegKind, fRegNamespace, fRegName, fRegFieldPath, fRegUID, fRegAPIVersion,
-	fType, fReason, fNote, fController, fInstance, fClusterName, fClusterUID)
+	fType, fReason, fNote, fController, fInstance, fClusterName)
 
 // aggregateLayout is client-go EventAggregatorByReasonFunc's key.
 var aggregateLayout = newLayout('A', fSourceComponent, fSourceHost,
 	fRegKind, fRegNamespace, fRegName, fRegUID, fRegAPIVersion,
-	fType, fReason, fController, fInstance, fClusterName, fClusterUID)
+	fType, fReason, fController, fInstance, fClusterName)
 
 // covers reports whether l's key holds every field of other's key.
 func (l *layout) covers(other *layout) bool {
@@ -329,6 +331,6 @@ func borrow(b []byte) string {
 }
 
 // nameKey is the part of a key that names its Event objects: without the
-// empty cluster fields of a record that states no cluster, so that such
-// records get the names they got before keys had a cluster.
-func nameKey(key string) string { return strings.TrimSuffix(key, "\x00\x00") }
+// empty cluster name of a record that states none, so that such records
+// get the names they got before keys had a cluster.
+func nameKey(key string) string { return strings.TrimSuffix(key, "\x00") }

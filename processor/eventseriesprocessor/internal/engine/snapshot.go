@@ -39,7 +39,7 @@ import (
 // restore (retime).
 const (
 	snapshotMagic   = "eventseries.engine"
-	snapshotVersion = 7
+	snapshotVersion = 8
 )
 
 // ErrSnapshotVersion: Restore refused a snapshot of another version.

@@ -196,7 +196,7 @@ func TestRestoreRefusesWhatItCannotContinue(t *testing.T) {
 	}{
 		{"empty", "not an eventseries engine snapshot", cfg, nil},
 		{"garbage", "not an eventseries engine snapshot", cfg, []byte("{\"version\": 1}")},
-		{"another version", "snapshot of another version: version 8, this build reads version 7", cfg, newer},
+		{"another version", "snapshot of another version: version 9, this build reads version 8", cfg, newer},
 		{"other mode", "snapshot of mode series, configured legacy", legacy, snap},
 		{"other series key", "key_ignores_resource_version true, configured false", rv, snap},
 		{"trailing bytes", "bytes after the end", cfg, append(append([]byte(nil), snap...), 0)},
