@@ -12,13 +12,13 @@ import (
 	"github.com/k8sevents/otel-k8sevents/internal/k8sevent"
 )
 
-// TestClustersStayApart (issue 17 item 3): two clusters record identical
+// TestClustersStayApart: two clusters record identical
 // Events (same objects, reasons, notes, even the same Event names with
 // cumulative counts). In every mode and spam-key setting each cluster's
 // occurrences go to Event objects of their own, every record (timer
 // records rebuilt from the state included) names its cluster, and the
 // final counts per (cluster, object, reason) are each cluster's
-// occurrences. On the old code the two clusters shared every object.
+// occurrences.
 func TestClustersStayApart(t *testing.T) {
 	clusters := []k8sevent.Cluster{{Name: "east", UID: "uid-east"}, {Name: "west", UID: "uid-west"}}
 	for name, cfg := range spamConfigs() {
@@ -74,9 +74,7 @@ func TestClustersStayApart(t *testing.T) {
 // cluster name, an engine whose records gain the uid at a random point
 // writes the same Event objects with the same counts, in the same records,
 // as one whose records never state it: the uid is not what a record counts
-// as, nor which series it belongs to. On the old code each watched Event's
-// next record counted its whole count again and every open series got a
-// second object.
+// as, nor which series it belongs to.
 func TestExactClusterUIDAppearingMidRun(t *testing.T) {
 	for seed := range uint64(100) {
 		rng := rand.New(rand.NewPCG(seed, 3))
@@ -105,4 +103,6 @@ func TestExactClusterUIDAppearingMidRun(t *testing.T) {
 // withoutClusterUID is a played emission with its cluster uid blanked: the
 // uid a record carries is its own, what it writes must not depend on it.
 // (A rebuilt Event prints its cluster as Cluster.String: the name, else the uid.)
-func withoutClusterUID(s string) string { return strings.ReplaceAll(s, "Cluster:cluster-uid ", "Cluster: ") }
+func withoutClusterUID(s string) string {
+	return strings.ReplaceAll(s, "Cluster:cluster-uid ", "Cluster: ")
+}

@@ -29,9 +29,10 @@ func randomEvent(rng *rand.Rand) k8sevent.Event {
 	return ev
 }
 
-// The packing is the one snapshots hold: every field through field.of,
-// length prefixed, key fields first; a state's note is its packing's.
-func TestPackingIsTheSnapshotsAndNotesShareIt(t *testing.T) {
+// The packing is the one snapshots hold and names are made of: every
+// field through field.of, length prefixed, key fields first; check accepts
+// it, and unpack gives back every field.
+func TestPackingRoundTrips(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 8))
 	layouts := []*layout{&identicalLayout, &aggregateLayout}
 	for _, rv := range []bool{false, true} {
@@ -59,51 +60,13 @@ func TestPackingIsTheSnapshotsAndNotesShareIt(t *testing.T) {
 			check, ok := l.check(packed)
 			require.True(t, ok)
 			require.Equal(t, check, keyLen)
-			require.Equal(t, ev.Note, l.note(packed, &ev))
-			require.Equal(t, l.field(packed, fNote), l.note(packed, &ev), "the note as field finds it")
-		}
-	}
-}
-
-// A key copies every byte of every field, whatever its length: each
-// field in turn gets distinct random bytes of every length from 0 to
-// 300 (the one-byte prefix's limit and the copies' size classes on both
-// sides), the others random short strings, and every layout's key and
-// packing are the length-prefixed fields (randomEvent's repeated letters
-// would not show a byte copied from the wrong place).
-func TestKeyCopiesEveryByteOfEveryLength(t *testing.T) {
-	rng := rand.New(rand.NewPCG(9, 10))
-	text := func(n int) string {
-		b := make([]byte, n)
-		for i := range b {
-			b[i] = byte(rng.Uint32())
-		}
-		return string(b)
-	}
-	series := seriesLayout(true)
-	layouts := []*layout{&identicalLayout, &aggregateLayout, &series}
-	for f := fType; f <= lastField; f++ {
-		for n := range 301 {
-			var ev k8sevent.Event
-			for g := fType; g <= lastField; g++ {
-				*g.of(&ev) = text(rng.IntN(20))
+			var back k8sevent.Event
+			l.unpack(packed, &back)
+			for f := fType; f <= lastField; f++ {
+				require.Equal(t, *f.of(&ev), *f.of(&back), "field %d of layout %c", f, l.tag)
 			}
-			*f.of(&ev) = text(n)
-			for _, l := range layouts {
-				want := []byte{l.tag}
-				for _, g := range l.key {
-					want = append(binary.AppendUvarint(want, uint64(len(*g.of(&ev)))), *g.of(&ev)...)
-				}
-				prefix := []byte("kept")
-				got := l.appendKey(prefix, &ev)
-				require.Equal(t, "kept"+string(want), string(got), "field %d of %d bytes, layout %c", f, n, l.tag)
-				for _, g := range l.rest {
-					want = append(binary.AppendUvarint(want, uint64(len(*g.of(&ev)))), *g.of(&ev)...)
-				}
-				packed, keyLen := string(l.appendRest(got[len(prefix):], &ev)), len(got)-len(prefix)
-				require.Equal(t, string(want), packed)
-				require.Equal(t, len(got)-len(prefix), keyLen)
-			}
+			_, ok = l.check(packed[:len(packed)-1])
+			require.False(t, ok, "a packing cut short")
 		}
 	}
 }

@@ -54,7 +54,7 @@ const (
 // continues exactly where this one is. Stats are not in it: they count what
 // one process did, and the processor reports them as such.
 func (e *Engine) Snapshot() []byte {
-	w := &writer{b: make([]byte, 0, e.snapSize+e.snapSize/8)} // growing a megabyte by doubling takes longer than encoding it
+	w := &writer{}
 	w.str(snapshotMagic)
 	w.uint(snapshotVersion)
 	w.flags(e.cfg.Legacy, e.cfg.KeyIncludesResourceVersion)
@@ -63,7 +63,7 @@ func (e *Engine) Snapshot() []byte {
 	w.uint(e.statesMade)
 	w.int(int64(e.cfg.HeartbeatInterval))
 
-	states := e.states.Values()
+	states := e.states.values()
 	w.uint(uint64(len(states)))
 	for _, st := range states {
 		w.str(st.packed)
@@ -77,22 +77,20 @@ func (e *Engine) Snapshot() []byte {
 			w.str(st.note)
 		}
 	}
-	keys := e.aggs.Keys()
-	w.uint(uint64(len(keys)))
-	for _, k := range keys {
-		a, _ := e.aggs.Peek(k)
-		w.str(k)
+	groups := e.aggs.values()
+	w.uint(uint64(len(groups)))
+	for _, a := range groups {
+		w.str(e.aggs.keyOf(a))
 		w.int(a.last)
 		w.uint(uint64(len(a.notes)))
 		for _, n := range a.notes {
 			w.str(n)
 		}
 	}
-	keys = e.spam.Keys()
-	w.uint(uint64(len(keys)))
-	for _, k := range keys {
-		b, _ := e.spam.Peek(k)
-		w.str(k)
+	buckets := e.spam.values()
+	w.uint(uint64(len(buckets)))
+	for _, b := range buckets {
+		w.str(e.spam.keyOf(b))
 		w.b = binary.LittleEndian.AppendUint64(w.b, math.Float64bits(b.tokens()))
 		w.int(b.last)
 		w.uint(uint64(b.events))
@@ -107,7 +105,6 @@ func (e *Engine) Snapshot() []byte {
 			w.int(gen[key].first)
 		}
 	}
-	e.snapSize = len(w.b)
 	return w.b
 }
 
@@ -181,9 +178,9 @@ func (e *Engine) restore(r *reader) error {
 // remembers leave with the next two generations.
 func (e *Engine) fit() {
 	var dropped int
-	dropped += e.states.Resize(e.cfg.MaxKeys)
-	dropped += e.aggs.Resize(e.cfg.MaxKeys)
-	dropped += e.spam.Resize(e.cfg.MaxKeys)
+	dropped += e.states.resize(e.cfg.MaxKeys)
+	dropped += e.aggs.resize(e.cfg.MaxKeys)
+	dropped += e.spam.resize(e.cfg.MaxKeys)
 	e.Stats.RestoreDropped += int64(dropped)
 	e.pending = len(e.out)
 }
@@ -192,10 +189,10 @@ func (e *Engine) fit() {
 // the kept one: deadlines follow from the times kept (last occurrence, last
 // heartbeat) and the configured finish_after and heartbeat_interval. With
 // the configuration of the snapshot nothing moves, as a kept deadline is
-// never later than the real one. beat is the snapshot's heartbeat_interval
+// never later than the real one. beat is the snapshot's heartbeat_interval.
 func (e *Engine) retime(beat int64) {
 	interval := int64(e.cfg.HeartbeatInterval)
-	for _, st := range e.states.Values() {
+	for _, st := range e.states.values() {
 		if !e.cfg.Legacy && st.started && beat != interval {
 			st.nextBeat = addCount(st.nextBeat-beat, interval) // the last heartbeat (or start) stays
 			st.nextBeat = max(st.nextBeat, e.now)              // heartbeats missed to a shorter interval: one, now
@@ -214,7 +211,7 @@ func (e *Engine) retime(beat int64) {
 // missed.
 func (e *Engine) restoreStates(r *reader, now int64) error {
 	n := r.entries(len(r.b), "series")
-	e.states.Resize(max(n, e.cfg.MaxKeys))
+	e.states.resize(max(n, e.cfg.MaxKeys))
 	at := make([]int, 0, n) // heap index of each scheduled state
 	var scheduled []*state
 	for range n {
@@ -254,7 +251,7 @@ func (e *Engine) restoreStates(r *reader, now int64) error {
 			st.note = l.field(st.packed, fNote)
 		}
 		st.keyLen, st.heapIdx = keyLen, -1
-		if !add(e.states, st.packed[:keyLen], st) {
+		if !e.states.add(st.packed[:keyLen], st) {
 			return fmt.Errorf("state %d: key twice", e.states.Len())
 		}
 		if idx >= 0 {
@@ -269,7 +266,7 @@ func (e *Engine) restoreStates(r *reader, now int64) error {
 		e.due[at[i]], st.heapIdx = st, at[i]
 	}
 	for i := 1; i < len(e.due); i++ {
-		if e.due.less(i, (i-1)/2) {
+		if e.due.Less(i, (i-1)/2) {
 			return fmt.Errorf("deadline heap out of order at %d", i)
 		}
 	}
@@ -278,7 +275,7 @@ func (e *Engine) restoreStates(r *reader, now int64) error {
 
 func (e *Engine) restoreGroups(r *reader) error {
 	n := r.entries(len(r.b), "aggregation groups")
-	e.aggs.Resize(max(n, e.cfg.MaxKeys))
+	e.aggs.resize(max(n, e.cfg.MaxKeys))
 	for range n {
 		key, a := r.str(), &aggregate{last: r.int()}
 		for range r.entries(len(r.b), "notes") {
@@ -287,7 +284,7 @@ func (e *Engine) restoreGroups(r *reader) error {
 		if keep := e.cfg.AggregateMaxEvents - 1; e.cfg.Aggregation && len(a.notes) > keep {
 			a.notes = a.notes[len(a.notes)-keep:] // max_events was lowered: the least recently seen go
 		}
-		if r.err == nil && !add(e.aggs, key, a) {
+		if r.err == nil && !e.aggs.add(key, a) {
 			return fmt.Errorf("aggregation group %q twice", key)
 		}
 	}
@@ -300,21 +297,13 @@ func (e *Engine) restoreTotals(r *reader) error {
 		for range r.entries(len(r.b)/10, "totals") {
 			key := r.u64()
 			t := total{count: r.int(), first: r.int()}
-			if _, twice := e.totals.get(key); r.err == nil && twice {
+			if _, recent, older := e.totals.get(key); r.err == nil && (recent || older) {
 				return fmt.Errorf("total of key hash %#x twice", key)
 			}
 			gen[key] = t
 		}
 	}
 	return nil
-}
-
-// add adds a new entry to a cache that has room, and reports whether the
-// key was new.
-func add[V any](c *lru[V], key string, v V) bool {
-	n := c.Len()
-	c.Add(key, v)
-	return c.Len() == n+1
 }
 
 func (e *Engine) spamKey() string { return strings.Join(e.cfg.SpamKey, ",") }

@@ -302,11 +302,12 @@ func TestSpamBucketsRestoreExactly(t *testing.T) {
 	require.Equal(t, 1, r.e.spam.Len())
 	restored := newTester(t, cfg)
 	require.NoError(t, restored.e.Restore(r.e.Snapshot()))
-	before, _ := r.e.spam.Peek(r.e.spam.Keys()[0])
-	after, _ := restored.e.spam.Peek(r.e.spam.Keys()[0])
+	before := r.e.spam.values()[0]
+	after, ok := restored.e.spam.peek([]byte(r.e.spam.keyOf(before)))
+	require.True(t, ok)
 	assert.Equal(t, before.tokens(), after.tokens())
 	assert.Equal(t, before.last, after.last)
 	for _, at := range []time.Time{t0, t0.Add(7 * time.Second), t0.Add(time.Minute), t0.Add(time.Hour)} {
-		assert.Equal(t, before.lim.tokensAt(at.UnixNano()), after.lim.tokensAt(at.UnixNano()), "at %v", at)
+		assert.Equal(t, before.lim.TokensAt(at), after.lim.TokensAt(at), "at %v", at)
 	}
 }

@@ -40,7 +40,7 @@ func sum(m map[string]int64) (n int64) {
 	return n
 }
 
-// TestStateForgottenUIDNeverOvercounts (issue 10 item 2): uid A patched to
+// TestStateForgottenUIDNeverOvercounts: uid A patched to
 // 1, 2, 3 with two other uids in between, with max_keys 2, is 5
 // occurrences, not 7; and the objects' final counts add up to them.
 func TestStateForgottenUIDNeverOvercounts(t *testing.T) {
@@ -113,7 +113,7 @@ func TestStateForgottenUIDsRandomStreams(t *testing.T) {
 	require.Positive(t, forgetting, "some streams forget objects")
 }
 
-// TestStateNewObjectsAfterForgottenOnesAreExact (issue 10 item 2): a
+// TestStateNewObjectsAfterForgottenOnesAreExact: a
 // cluster whose Events come and go (each patched a few times, then never
 // again) through a small cache counts every occurrence: forgetting old
 // objects never touches the counts of newer ones.
@@ -135,7 +135,7 @@ func TestStateNewObjectsAfterForgottenOnesAreExact(t *testing.T) {
 	assert.Equal(t, truth, r.e.Stats.Occurrences)
 }
 
-// TestStateRestoreFollowsShorterTimers (issue 10 item 4): restored with a
+// TestStateRestoreFollowsShorterTimers: restored with a
 // shorter finish_after or heartbeat_interval, deadlines follow from the
 // times kept and the configuration now, not from the stored deadlines.
 func TestStateRestoreFollowsShorterTimers(t *testing.T) {
@@ -183,7 +183,7 @@ func TestStateRestoreFollowsShorterTimers(t *testing.T) {
 	})
 }
 
-// TestStateSpamClockNeverStepsBack (issue 10 item 6): deadlines come due
+// TestStateSpamClockNeverStepsBack: deadlines come due
 // out of order within one Advance (x's stale idle deadline comes first, its
 // heartbeat at 13m; y's heartbeat at 12m30s after it). The shared spam
 // bucket must hold exactly burst + qps × elapsed − tokens taken: no refill
@@ -208,13 +208,13 @@ func TestStateSpamClockNeverStepsBack(t *testing.T) {
 	taken += 2 // the finish takes none
 
 	require.Equal(t, 1, r.e.spam.Len(), "one bucket: same source, object and type")
-	b, _ := r.e.spam.Peek(r.e.spam.Keys()[0])
+	b := r.e.spam.values()[0]
 	elapsed := (13 * time.Minute).Seconds()
 	want := float64(cfg.SpamBurst) + elapsed*cfg.SpamQPS - float64(taken) // never full again after the first token
-	assert.InDelta(t, want, b.lim.tokensAt(t0.Add(13*time.Minute).UnixNano()), 1e-9)
+	assert.InDelta(t, want, b.lim.TokensAt(t0.Add(13*time.Minute)), 1e-9)
 }
 
-// TestStateRestoreKeepsWhatFits (issue 10 item 7): a snapshot with more
+// TestStateRestoreKeepsWhatFits: a snapshot with more
 // entries than a lowered max_keys keeps the most recent ones; the series
 // that do not fit end with their counts, as evictions do; a forgotten
 // object seen again is not counted again.
@@ -238,7 +238,7 @@ func TestStateRestoreKeepsWhatFits(t *testing.T) {
 	require.Equal(t, 3, restored.e.Len())
 	for _, name := range names[2:] {
 		found := false
-		for _, st := range restored.e.states.Values() {
+		for _, st := range restored.e.states.values() {
 			found = found || st.name == name
 		}
 		assert.True(t, found, "the most recent series %s is kept", name)
@@ -257,7 +257,7 @@ func TestStateRestoreKeepsWhatFits(t *testing.T) {
 	assert.NotEqual(t, names[0], again[1].Name, "p0's old series ended")
 }
 
-// TestStateTimerRecordsCarryTheLatestNote (issue 10 item 8): heartbeats,
+// TestStateTimerRecordsCarryTheLatestNote: heartbeats,
 // finishes and legacy aggregated flushes write the latest note seen, also
 // after a restore.
 func TestStateTimerRecordsCarryTheLatestNote(t *testing.T) {
@@ -292,7 +292,7 @@ func TestStateTimerRecordsCarryTheLatestNote(t *testing.T) {
 	assert.Equal(t, AggregatePrefix+"Created pod: rs-3", flushed[0].Note)
 }
 
-// TestHostileHugeCountsSaturateStats (issue 11 item 7): counts claimed by
+// TestHostileHugeCountsSaturateStats: counts claimed by
 // records (any int64) saturate in every counter, never wrap negative.
 func TestHostileHugeCountsSaturateStats(t *testing.T) {
 	cfg := defaults()
@@ -311,7 +311,7 @@ func TestHostileHugeCountsSaturateStats(t *testing.T) {
 	assert.Equal(t, int64(math.MaxInt64), fin[0].Count)
 }
 
-// TestStateInitialListOverMaxKeysIsExact (issue 10 item 2): first sightings
+// TestStateInitialListOverMaxKeysIsExact: first sightings
 // after the series cache overflowed count in full: an `initial: all` list
 // of more stored Events than max_keys, in name order (not time order), is
 // exact while they fit in the totals (totalsPerKey × max_keys).

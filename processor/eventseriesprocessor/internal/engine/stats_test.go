@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// TestHostileRepeatedUIDIsCounted (issue 11 item 7): a record repeating an
+// TestHostileRepeatedUIDIsCounted: a record repeating an
 // Event object with no growth of its count is counted in Stats.Unchanged,
 // not absorbed silently; every record shows in a counter.
 func TestHostileRepeatedUIDIsCounted(t *testing.T) {
@@ -26,7 +26,7 @@ func TestHostileRepeatedUIDIsCounted(t *testing.T) {
 		"every record shows in a counter")
 }
 
-// TestStateUnprovenBoundsTheError (issue 10 item 2): on random streams of
+// TestStateUnprovenBoundsTheError: on random streams of
 // watched Events through small totals, the occurrences counted plus what
 // Stats.UnprovenOccurrences says may be missing cover every occurrence, and
 // they exceed the occurrences by at most one per unproven record.

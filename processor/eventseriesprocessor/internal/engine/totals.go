@@ -66,19 +66,22 @@ func newTotals(maxKeys int) totals {
 // Len is the number of objects remembered.
 func (m *totals) Len() int { return len(m.recent) + len(m.older) }
 
-func (m *totals) get(key uint64) (total, bool) {
-	if t, ok := m.recent[key]; ok {
-		return t, true
+// get returns the object's total and where it is: in the recent
+// generation, in the older one, or (neither) not remembered.
+func (m *totals) get(key uint64) (t total, recent, older bool) {
+	if t, recent = m.recent[key]; !recent {
+		t, older = m.older[key]
 	}
-	t, ok := m.older[key]
-	return t, ok
+	return t, recent, older
 }
 
-// set remembers the object's total in the recent generation, forgetting
-// the older one first if the recent one is full.
-func (m *totals) set(key uint64, t total, now int64) {
-	if _, ok := m.recent[key]; !ok {
-		delete(m.older, key)
+// set remembers the object's total (get said where it was) in the recent
+// generation, forgetting the older one first if the recent one is full.
+func (m *totals) set(key uint64, t total, recent, older bool, now int64) {
+	if !recent {
+		if older {
+			delete(m.older, key)
+		}
 		if len(m.recent) >= m.limit {
 			m.rotate(now)
 		}
@@ -113,7 +116,8 @@ func (e *Engine) occurrences(ev *k8sevent.Event) int64 {
 		return 1
 	}
 	n := ev.Occurrences()
-	t, known := e.totals.get(key)
+	t, recent, older := e.totals.get(key)
+	known := recent || older
 	counted := n - t.count
 	switch {
 	case known && n <= t.count:
@@ -132,8 +136,41 @@ func (e *Engine) occurrences(ev *k8sevent.Event) int64 {
 		}
 	}
 	t.count = n
-	e.totals.set(key, t, e.now)
+	e.totals.set(key, t, recent, older, e.now)
 	return counted
+}
+
+// objectHash is what the totals know an Event object by: the 64-bit FNV-1a
+// hash of its key ("U" and its uid, or "N", its namespace, "/" and its
+// name), then of its cluster's name when known (not its uid: see
+// clusterFields). Fixed, not seeded: snapshots keep it. Two objects sharing
+// it would share a total, and the later one would count only its growth
+// past the other's count: fewer occurrences, never more; a sender choosing
+// a uid to meet another object's gains nothing it could not get by sending
+// that object's uid. ok is false for a record that names no Event object.
+func objectHash(ev *k8sevent.Event) (h uint64, ok bool) {
+	switch {
+	case ev.UID != "":
+		h = fnv64a(fnv64a(fnvOffset, "U"), ev.UID)
+	case ev.Name != "" && (ev.Count > 0 || ev.SeriesCount > 0):
+		h = fnv64a(fnv64a(fnv64a(fnv64a(fnvOffset, "N"), ev.ObjectNamespace()), "/"), ev.Name)
+	default:
+		return 0, false
+	}
+	if ev.Cluster.Name != "" {
+		h = fnv64a(fnv64a(h, "\x00"), ev.Cluster.Name)
+	}
+	return h, true
+}
+
+const fnvOffset, fnvPrime = 14695981039346656037, 1099511628211
+
+// fnv64a continues an FNV-1a hash over s (hash/fnv's, without a []byte).
+func fnv64a(h uint64, s string) uint64 {
+	for i := range len(s) {
+		h = (h ^ uint64(s[i])) * fnvPrime
+	}
+	return h
 }
 
 // addCount adds occurrences, saturating: a count never wraps negative.

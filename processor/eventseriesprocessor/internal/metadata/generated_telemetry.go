@@ -23,29 +23,30 @@ func Tracer(settings component.TelemetrySettings) trace.Tracer {
 // TelemetryBuilder provides an interface for components to report telemetry
 // as defined in metadata and user config.
 type TelemetryBuilder struct {
-	meter                                 metric.Meter
-	mu                                    sync.Mutex
-	registrations                         []metric.Registration
-	ProcessorEventseriesClampedRecords    metric.Int64Counter
-	ProcessorEventseriesCompressed        metric.Int64Counter
-	ProcessorEventseriesEvictions         metric.Int64Counter
-	ProcessorEventseriesFolded            metric.Int64Counter
-	ProcessorEventseriesHeartbeats        metric.Int64Counter
-	ProcessorEventseriesInvalidRecords    metric.Int64Counter
-	ProcessorEventseriesNonEventRecords   metric.Int64Counter
-	ProcessorEventseriesOccurrences       metric.Int64Counter
-	ProcessorEventseriesOpenEntries       metric.Int64Gauge
-	ProcessorEventseriesPendingRecords    metric.Int64Gauge
-	ProcessorEventseriesRecordsOut        metric.Int64Counter
-	ProcessorEventseriesRefusedRecords    metric.Int64Counter
-	ProcessorEventseriesRestoreDropped    metric.Int64Counter
-	ProcessorEventseriesSeriesFinished    metric.Int64Counter
-	ProcessorEventseriesSeriesStarted     metric.Int64Counter
-	ProcessorEventseriesSpamDropped       metric.Int64Counter
-	ProcessorEventseriesStateErrors       metric.Int64Counter
-	ProcessorEventseriesUnchangedRecords  metric.Int64Counter
-	ProcessorEventseriesUnfilteredRecords metric.Int64Counter
-	ProcessorEventseriesUnprovenRecords   metric.Int64Counter
+	meter                                   metric.Meter
+	mu                                      sync.Mutex
+	registrations                           []metric.Registration
+	ProcessorEventseriesClampedRecords      metric.Int64Counter
+	ProcessorEventseriesCompressed          metric.Int64Counter
+	ProcessorEventseriesEvictions           metric.Int64Counter
+	ProcessorEventseriesFolded              metric.Int64Counter
+	ProcessorEventseriesHeartbeats          metric.Int64Counter
+	ProcessorEventseriesInvalidRecords      metric.Int64Counter
+	ProcessorEventseriesNonEventRecords     metric.Int64Counter
+	ProcessorEventseriesOccurrences         metric.Int64Counter
+	ProcessorEventseriesOpenEntries         metric.Int64Gauge
+	ProcessorEventseriesPendingRecords      metric.Int64Gauge
+	ProcessorEventseriesRecordsOut          metric.Int64Counter
+	ProcessorEventseriesRefusedRecords      metric.Int64Counter
+	ProcessorEventseriesRestoreDropped      metric.Int64Counter
+	ProcessorEventseriesSeriesFinished      metric.Int64Counter
+	ProcessorEventseriesSeriesStarted       metric.Int64Counter
+	ProcessorEventseriesSpamDropped         metric.Int64Counter
+	ProcessorEventseriesStateErrors         metric.Int64Counter
+	ProcessorEventseriesStateVersionRefused metric.Int64Counter
+	ProcessorEventseriesUnchangedRecords    metric.Int64Counter
+	ProcessorEventseriesUnfilteredRecords   metric.Int64Counter
+	ProcessorEventseriesUnprovenRecords     metric.Int64Counter
 }
 
 // TelemetryBuilderOption applies changes to default builder.
@@ -177,6 +178,12 @@ func NewTelemetryBuilder(settings component.TelemetrySettings, options ...Teleme
 		"otelcol_processor_eventseries_state_errors",
 		metric.WithDescription("State that could not be restored from storage (the processor started empty, or a log entry skipped) or saved to it, and batches refused because the write-ahead log could not be written, by attribute operation (restore, save, log). [Alpha]"),
 		metric.WithUnit("{errors}"),
+	)
+	errs = errors.Join(errs, err)
+	builder.ProcessorEventseriesStateVersionRefused, err = builder.meter.Int64Counter(
+		"otelcol_processor_eventseries_state_version_refused",
+		metric.WithDescription("Saved states of another snapshot version (written by another build) refused at start; the processor started empty. [Alpha]"),
+		metric.WithUnit("{states}"),
 	)
 	errs = errors.Join(errs, err)
 	builder.ProcessorEventseriesUnchangedRecords, err = builder.meter.Int64Counter(

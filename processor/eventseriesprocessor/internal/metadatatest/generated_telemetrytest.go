@@ -289,6 +289,22 @@ func AssertEqualProcessorEventseriesStateErrors(t *testing.T, tt *componenttest.
 	metricdatatest.AssertEqual(t, want, got, opts...)
 }
 
+func AssertEqualProcessorEventseriesStateVersionRefused(t *testing.T, tt *componenttest.Telemetry, dps []metricdata.DataPoint[int64], opts ...metricdatatest.Option) {
+	want := metricdata.Metrics{
+		Name:        "otelcol_processor_eventseries_state_version_refused",
+		Description: "Saved states of another snapshot version (written by another build) refused at start; the processor started empty. [Alpha]",
+		Unit:        "{states}",
+		Data: metricdata.Sum[int64]{
+			Temporality: metricdata.CumulativeTemporality,
+			IsMonotonic: true,
+			DataPoints:  dps,
+		},
+	}
+	got, err := tt.GetMetric("otelcol_processor_eventseries_state_version_refused")
+	require.NoError(t, err)
+	metricdatatest.AssertEqual(t, want, got, opts...)
+}
+
 func AssertEqualProcessorEventseriesUnchangedRecords(t *testing.T, tt *componenttest.Telemetry, dps []metricdata.DataPoint[int64], opts ...metricdatatest.Option) {
 	want := metricdata.Metrics{
 		Name:        "otelcol_processor_eventseries_unchanged_records",
