@@ -43,12 +43,12 @@ lint:
 	$(GO) vet -race $(PKGS)
 	cd recorder && $(GO) vet -race ./...
 
-## bench: speed and memory next to client-go, the write-count and spam-filter reports per storm,
-## the exporter's writes, freshness and peak RSS under hostile input on the built collector, what authentication
+## bench: the processor's budget table (ratios to client-go's EventCorrelator in the same run,
+## allocations, retained heap), the write-count and spam-filter reports per storm, the exporter's
+## writes, freshness and peak RSS under hostile input on the built collector, what authentication
 ## and authorization cost and how one client's flood delays another's first Event.
 bench: apiserver otelcol
-	$(GO) test -run XXX -bench 'ConsumeLogs|Churn' -benchtime 1s -count 3 ./processor/eventseriesprocessor/
-	$(GO) test -run XXX -bench RetainedHeap -benchtime 2x ./processor/eventseriesprocessor/
+	$(GO) test -run XXX -bench Budget -benchtime 1s -timeout 60m ./processor/eventseriesprocessor/
 	$(GO) test -run XXX -bench BenchmarkEngine -benchtime 1s -count 3 ./processor/eventseriesprocessor/internal/engine/
 	$(GO) test -run 'TestWriteCountReport|TestSpamFilterReport' -count=1 -v ./processor/eventseriesprocessor/ | grep '^ *|'
 	$(GO) test -run XXX -bench BenchmarkReceiverMemoryVsStoredEvents -benchtime 1x -timeout 20m ./receiver/k8seventsreceiver/

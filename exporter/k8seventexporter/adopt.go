@@ -51,7 +51,7 @@ type objState struct {
 	name, rv string
 	total    int64     // the count it states
 	last     time.Time // its latest occurrence
-	cluster  string    // its source-cluster annotation
+	cluster  string    // the name of its source cluster (see sourceClusterName)
 	slots    map[string]int64
 }
 
@@ -59,7 +59,7 @@ type objState struct {
 // A slot that is not a non-negative integer counts as absent.
 func stateOf(meta *metav1.ObjectMeta, ev *k8sevent.Event) objState {
 	o := objState{name: meta.Name, rv: meta.ResourceVersion, total: ev.Occurrences(), last: ev.LatestTime(),
-		cluster: meta.Annotations[k8sevent.AnnotationSourceCluster]}
+		cluster: sourceClusterName(meta.Annotations)}
 	for k, v := range meta.Annotations {
 		if !strings.HasPrefix(k, slotPrefix) {
 			continue
@@ -126,14 +126,28 @@ func (p sharedPatch) body(fields map[string]any) ([]byte, error) {
 	return b, nil
 }
 
+// sourceClusterName is the name of the cluster a stored Event was written
+// for: its source-cluster annotation, which holds the name, else the uid
+// (then "": the cluster had no name).
+func sourceClusterName(annotations map[string]string) string {
+	c := annotations[k8sevent.AnnotationSourceCluster]
+	if c == annotations[k8sevent.AnnotationSourceClusterUID] {
+		return ""
+	}
+	return c
+}
+
 // sameSeries says whether a stored object is one of ev's series as the
 // processor keys it (client-go's isomorphic key), the reporting instance
-// aside: who wrote it does not matter, only that this controller did.
+// aside: who wrote it does not matter, only that this controller did. The
+// cluster is compared by name, as the processor keys it: its uid is
+// written once the receiver could read it, and a series that gains it is
+// the same series.
 func sameSeries(ev, stored *k8sevent.Event, storedCluster string) bool {
 	a, b := ev.Regarding, stored.Regarding
 	return ownerOf(ev).matches(ownerOf(stored)) && ev.Type == stored.Type && ev.Action == stored.Action &&
 		a.APIVersion == b.APIVersion && a.FieldPath == b.FieldPath && ev.Related == stored.Related &&
-		ev.Cluster.String() == storedCluster
+		ev.Cluster.Name == storedCluster
 }
 
 // full says whether slot may not be added to o: o already holds

@@ -84,7 +84,7 @@ func (w *writer) createShared(ctx context.Context, ev *k8sevent.Event, key, slot
 	switch {
 	case err == nil:
 		w.shared.remember(key, objState{name: ev.Name, rv: rv, total: count, last: lastSeen(ev),
-			cluster: ev.Cluster.String(), slots: map[string]int64{slot: count}})
+			cluster: ev.Cluster.Name, slots: map[string]int64{slot: count}})
 		return created, nil
 	case !apierrors.IsAlreadyExists(err):
 		return created, w.classify(err, "create", ev)

@@ -208,11 +208,20 @@ func benchProcessor(b *testing.B, mode string, batches []*benchBatch, f feed) {
 	_ = p.Shutdown(context.Background())
 }
 
+// startTimers starts the benchmark timer and cpu's counts, from zero.
+func startTimers(b *testing.B) {
+	b.ReportAllocs()
+	b.StopTimer()
+	cpu = cpuClock{}
+	cpu.startAllocs()
+	b.ResetTimer()
+	b.StartTimer()
+	cpu.start()
+}
+
 // benchConsumer hands c the batches in turn, a fresh copy of each.
 func benchConsumer(b *testing.B, c consumer.Logs, batches []*benchBatch, f feed) {
-	b.ReportAllocs()
-	b.ResetTimer()
-	cpu.reset()
+	startTimers(b)
 	for n := range b.N {
 		nextRounds(b, batches, n, f)
 		if err := c.ConsumeLogs(context.Background(), batches[n%len(batches)].in); err != nil {
@@ -225,9 +234,7 @@ func benchConsumer(b *testing.B, c consumer.Logs, batches []*benchBatch, f feed)
 func benchCorrelator(b *testing.B, batches []*benchBatch, f feed) {
 	clock := clocktesting.NewFakeClock(t0)
 	correlator := record.NewEventCorrelatorWithOptions(record.CorrelatorOptions{Clock: clock})
-	b.ReportAllocs()
-	b.ResetTimer()
-	cpu.reset()
+	startTimers(b)
 	for n := range b.N {
 		nextRounds(b, batches, n, f)
 		clock.SetTime(t0.Add(time.Duration(n) * time.Second))
@@ -260,6 +267,7 @@ func nextRounds(b *testing.B, batches []*benchBatch, n int, f feed) {
 	}
 	cpu.stop()
 	b.StopTimer()
+	cpu.stopAllocs()
 	for j, next := range batches {
 		next.round(n+j, f.churn)
 		next.in = plog.NewLogs()
@@ -268,6 +276,7 @@ func nextRounds(b *testing.B, batches []*benchBatch, n int, f feed) {
 	if f.collect && gcOn {
 		runtime.GC()
 	}
+	cpu.startAllocs()
 	b.StartTimer()
 	cpu.start()
 }
@@ -301,19 +310,30 @@ func rotatingBatches(shape recordShape, keyOf func(round int) func(int) int) []*
 func perRecord(b *testing.B) {
 	cpu.stop()
 	b.StopTimer()
-	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*batchSize), "ns/record")
-	b.ReportMetric(float64(cpu.total.Nanoseconds())/float64(b.N*batchSize), "cpu-ns/record")
+	cpu.stopAllocs()
+	records := float64(b.N * batchSize)
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/records, "ns/record")
+	b.ReportMetric(float64(cpu.total.Nanoseconds())/records, "cpu-ns/record")
+	lastMeasure = measure{cpuNs: float64(cpu.total.Nanoseconds()) / records, allocs: float64(cpu.allocs) / records}
 }
 
-// cpuClock measures the process's CPU time while the benchmark timer runs.
+// measure is what the last benchmark run measured per record: the
+// process's CPU time and the objects allocated while its timer ran.
+type measure struct{ cpuNs, allocs float64 }
+
+var lastMeasure measure
+
+// cpuClock measures, while the benchmark timer runs, the process's CPU
+// time (start and stop inside the timed window) and the objects it
+// allocates (startAllocs and stopAllocs outside it: reading the exact count
+// stops the world).
 type cpuClock struct {
-	total, from time.Duration
-	running     bool
+	total, from        time.Duration
+	allocs, allocsFrom uint64
+	running            bool
 }
 
 var cpu cpuClock
-
-func (c *cpuClock) reset() { *c = cpuClock{from: processCPU(), running: true} }
 
 func (c *cpuClock) start() { c.from, c.running = processCPU(), true }
 
@@ -324,51 +344,67 @@ func (c *cpuClock) stop() {
 	}
 }
 
-// BenchmarkRetainedHeapPerSeries opens 20,000 series (two occurrences each)
-// in a processor with room for all of them and reports the live heap it
-// holds, per series: everything it allocates counts, the tables made at
-// start included.
+func (c *cpuClock) startAllocs() { c.allocsFrom = mallocs() }
+
+func (c *cpuClock) stopAllocs() { c.allocs += mallocs() - c.allocsFrom }
+
+func mallocs() uint64 {
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return ms.Mallocs
+}
+
+// BenchmarkRetainedHeapPerSeries opens retainedSeries series (two
+// occurrences each) in a processor with room for all of them and reports
+// the live heap it holds, per series: everything it allocates counts, the
+// tables made at start included.
 func BenchmarkRetainedHeapPerSeries(b *testing.B) {
-	const series = 20_000
 	for _, shape := range benchShapes {
 		b.Run(shape.name, func(b *testing.B) {
 			for range b.N {
-				cfg := createDefaultConfig()
-				cfg.MaxKeys = series
-				cfg.TimeSource = timeEvent
-				cfg.SpamFilter.Enabled = false
-				var batches []*benchBatch
-				for start := 0; start < series; start += batchSize {
-					batches = append(batches, newBenchBatch(shape, func(i int) int { return start + i }))
-				}
-				before := liveHeap()
-				p, err := newProcessor(processortest.NewNopSettings(NewFactory().Type()), cfg, consumertest.NewNop(), time.Now)
-				if err != nil {
-					b.Fatal(err)
-				}
-				if err := p.Start(context.Background(), componenttest.NewNopHost()); err != nil {
-					b.Fatal(err)
-				}
-				for round := range 2 {
-					for _, bb := range batches {
-						bb.round(round, false)
-						in := plog.NewLogs()
-						bb.ld.CopyTo(in)
-						if err := p.ConsumeLogs(context.Background(), in); err != nil {
-							b.Fatal(err)
-						}
-					}
-				}
-				after := liveHeap()
-				if p.engine.Len() != series {
-					b.Fatalf("%d open series, want %d", p.engine.Len(), series)
-				}
-				b.ReportMetric(float64(after-before)/series, "B/series")
-				runtime.KeepAlive(batches)
-				_ = p.Shutdown(context.Background())
+				b.ReportMetric(retainedPerSeries(b, shape), "B/series")
 			}
 		})
 	}
+}
+
+const retainedSeries = 20_000
+
+func retainedPerSeries(b *testing.B, shape recordShape) float64 {
+	cfg := createDefaultConfig()
+	cfg.MaxKeys = retainedSeries
+	cfg.TimeSource = timeEvent
+	cfg.SpamFilter.Enabled = false
+	var batches []*benchBatch
+	for start := 0; start < retainedSeries; start += batchSize {
+		batches = append(batches, newBenchBatch(shape, func(i int) int { return start + i }))
+	}
+	before := liveHeap()
+	p, err := newProcessor(processortest.NewNopSettings(NewFactory().Type()), cfg, consumertest.NewNop(), time.Now)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := p.Start(context.Background(), componenttest.NewNopHost()); err != nil {
+		b.Fatal(err)
+	}
+	defer func() { _ = p.Shutdown(context.Background()) }()
+	for round := range 2 {
+		for _, bb := range batches {
+			bb.round(round, false)
+			in := plog.NewLogs()
+			bb.ld.CopyTo(in)
+			if err := p.ConsumeLogs(context.Background(), in); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	after := liveHeap()
+	if p.engine.Len() != retainedSeries {
+		b.Fatalf("%d open series, want %d", p.engine.Len(), retainedSeries)
+	}
+	runtime.KeepAlive(p)
+	runtime.KeepAlive(batches)
+	return float64(after-before) / retainedSeries
 }
 
 func liveHeap() int64 {

@@ -124,8 +124,8 @@ const (
 	// maxBeatsPerFinish: a series beats up to finish_after /
 	// heartbeat_interval times after its last occurrence.
 	maxBeatsPerFinish = 100
-	// maxMaxKeys: the uid totals table is made at start for max_keys
-	// entries (~70 bytes each), and indexes number slots in 31 bits.
+	// maxMaxKeys bounds what a configuration can make the caches hold:
+	// the totals alone remember up to 8 × max_keys Event objects.
 	maxMaxKeys = 1 << 24
 	// maxAggregateEvents: each aggregation group is made with room for
 	// max_events notes and looks a note up among them.

@@ -2,6 +2,7 @@ package eventseriesprocessor // import "github.com/k8sevents/otel-k8sevents/proc
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -10,6 +11,8 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
 	"go.uber.org/zap"
+
+	"github.com/k8sevents/otel-k8sevents/processor/eventseriesprocessor/internal/engine"
 )
 
 // stateKey is where the engine's snapshot is kept, in the storage client of
@@ -32,6 +35,7 @@ const saveInterval = 5 * time.Second
 // another version, mode or series key) is logged and counted and the
 // processor starts empty: that costs what a restart without storage
 // costs, while failing would stop the pipeline until someone deletes it.
+// Another version is an upgrade, not damage: counted apart.
 // The waiting records are sent even then: they were decided and counted;
 // and the log is replayed: its batches were accepted.
 func (p *eventSeriesProcessor) restore(ctx context.Context, host component.Host) error {
@@ -56,7 +60,12 @@ func (p *eventSeriesProcessor) restore(ctx context.Context, host component.Host)
 	defer p.mu.Unlock()
 	p.restorePending(ctx, pendingOp.Value)
 	if snap := snapOp.Value; snap != nil {
-		if err := p.engine.Restore(snap); err != nil {
+		if err := p.engine.Restore(snap); errors.Is(err, engine.ErrSnapshotVersion) {
+			p.logger.Warn("Saved state of another snapshot version discarded (another build wrote it): the processor starts empty; "+
+				"series open at the upgrade continue in new objects and watched Events count their cumulative counts again",
+				zap.Error(err), zap.Int("bytes", len(snap)))
+			p.telemetry.ProcessorEventseriesStateVersionRefused.Add(ctx, 1)
+		} else if err != nil {
 			p.logger.Error("Saved state discarded: the processor starts empty", zap.Error(err), zap.Int("bytes", len(snap)))
 			p.stateError(ctx, "restore")
 		} else {

@@ -1,5 +1,7 @@
 package engine
 
+import "github.com/k8sevents/otel-k8sevents/internal/k8sevent"
+
 // What happens when an event or series ends (goes idle, is pushed out of
 // the cache, or the engine flushes at shutdown), so that no occurrence is
 // lost and no record is sent that changes nothing.
@@ -56,9 +58,9 @@ func (e *Engine) closeOut(st *state, evicting bool) {
 // from the deadlines; its bucket no longer keeps a token for it.
 func (e *Engine) retire(st *state) {
 	st.leaving = true
-	e.states.Remove(st.packed[:st.keyLen]) // calls evicted, which unschedules it
+	e.states.remove(st) // calls evicted, which unschedules it
 	if st.inBucket {
-		e.release(st, nil)
+		e.release(st)
 	}
 }
 
@@ -66,19 +68,17 @@ func (e *Engine) retire(st *state) {
 // summary of its aggregate key, made if needed, and (re)starts the
 // summary's idle timer.
 func (e *Engine) fold(st *state) {
-	ev := &e.scratch // not used once newState adds the summary (which may evict)
-	layoutOf(st, &e.series).unpack(st.packed, ev)
+	var ev k8sevent.Event
+	layoutOf(st, &e.series).unpack(st.packed, &ev)
 	ev.Note = st.note
-	e.buf = aggregateLayout.appendKey(e.buf[:0], ev)
-	sum, h, ok := e.states.getHash(borrow(e.buf))
+	e.buf = aggregateLayout.appendKey(e.buf[:0], &ev)
+	sum, ok := e.states.get(e.buf)
 	if !ok {
-		sum = e.newState(&aggregateLayout, ev, st.first, h)
+		sum = e.newState(&aggregateLayout, &ev, st.first)
 		sum.aggregated = true
 	}
 	sum.first, sum.last = min(sum.first, st.first), max(sum.last, st.last)
-	if sum.note != st.note {
-		sum.note = st.note
-	}
+	sum.note = st.note
 	sum.count = addCount(sum.count, st.count)
 	sum.seenAt = e.now
 	e.Stats.Folded = addCount(e.Stats.Folded, st.count)
@@ -93,7 +93,6 @@ func (e *Engine) evicted(_ string, st *state) {
 	e.Stats.Evictions++
 	e.closeOut(st, true)
 	if st.inBucket {
-		e.release(st, nil)
+		e.release(st)
 	}
-	e.statePool.put(st)
 }

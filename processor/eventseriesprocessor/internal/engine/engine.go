@@ -6,7 +6,6 @@ package engine
 
 import (
 	"fmt"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -84,10 +83,9 @@ type Stats struct {
 	// count did not grow (a relist, a resend, an update of another field):
 	// nothing to count.
 	Unchanged int64
-	// Unproven counts records of an Event object the totals cache may have
-	// forgotten, counted as at most one occurrence; UnprovenOccurrences is
-	// what they stated beyond what was counted: the most the counts may be
-	// short by (see total).
+	// Unproven counts records of an Event object the totals do not
+	// remember and cannot prove new, counted as one occurrence each;
+	// UnprovenOccurrences is what they stated beyond it (see totals).
 	Unproven            int64
 	UnprovenOccurrences int64
 	// RestoreDropped counts entries of a restored state that did not fit in
@@ -121,11 +119,6 @@ type state struct {
 	aggregated bool
 	leaving    bool // removed on purpose: no eviction record
 	inBucket   bool // legacy: counted in its spam bucket's events
-
-	bucket    *bucket // its spam bucket, while bucket.gen is bucketGen (see bucketOf)
-	bucketGen uint32
-	agg       *aggregate // legacy: its aggregation group, while agg.gen is aggGen (see aggregateOf)
-	aggGen    uint32
 }
 
 // Engine holds the caches. Not safe for concurrent use.
@@ -133,42 +126,25 @@ type Engine struct {
 	cfg        Config
 	series     layout // how a series (or legacy event) key is read from an Event
 	spamLayout layout // how a spam-filter key is read from an Event
-	states     *lru[*state]
-	aggs       *lru[*aggregate]
-	spam       *lru[*bucket]
-	totals     *totalTable
-	forgot     horizon   // of the objects the totals cache forgot
-	filter     forgotten // which objects it forgot, for a while
-	oldTotals  int       // totals held under the hash of a snapshot before version 6 (see upgrade)
+	states     *cache[*state]
+	aggs       *cache[*aggregate]
+	spam       *cache[*bucket]
+	totals     totals
 	due        deadlines
-	buf        []byte
-	numBuf     []byte // the count of states made, in decimal (see madeDigits)
-	numOf      uint64 // the count numBuf holds
-	spamBuf    []byte
-	aggBuf     []byte
-	scratch    k8sevent.Event // an Event rebuilt from a state, for a moment
-	now        int64
-	statesMade uint64 // states made: part of each name, so that a name is never reused
-	snapSize   int    // of the last snapshot
-	// spamCovered, by layout tag: its key holds every field of the spam
-	// key, so a state of it has one spam bucket (see bucketOf).
-	spamCovered [128]bool
-	out         []Emission
-	pending     int // emissions of a restore, returned by the next call
-	statePool   pool[state]
-	bucketPool  pool[bucket]
-	aggPool     pool[aggregate]
-	Stats       Stats
-	// byKey: tests only, the reference for the shortcuts that skip a key
-	// build: find the spam bucket of a state that leaves by its key.
-	byKey bool
+	// Keys being built: one per cache, as building a spam key (emit) may
+	// push a state out whose release builds another.
+	buf, spamBuf, aggBuf []byte
+	scratch              k8sevent.Event // an Event rebuilt from a state, for a moment
+	now                  int64
+	statesMade           uint64 // states made: part of each name, so that a name is never reused
+	out                  []Emission
+	pending              int // emissions of a restore, returned by the next call
+	Stats                Stats
 }
 
 // New makes an engine; cfg must be valid.
 func New(cfg Config) (*Engine, error) {
-	e := &Engine{cfg: cfg, series: seriesLayout(cfg.KeyIncludesResourceVersion),
-		statePool: pool[state]{empty: emptyState}, bucketPool: pool[bucket]{empty: emptyBucket},
-		aggPool: pool[aggregate]{empty: emptyAggregate}}
+	e := &Engine{cfg: cfg, series: seriesLayout(cfg.KeyIncludesResourceVersion)}
 	var spamFields []field
 	for _, part := range cfg.SpamKey {
 		switch part {
@@ -185,9 +161,6 @@ func New(cfg Config) (*Engine, error) {
 		}
 	}
 	e.spamLayout = newLayout('P', append(spamFields, clusterFields...)...) // one filter per cluster, as each has its own recorders
-	for _, l := range []*layout{&e.series, &identicalLayout, &aggregateLayout} {
-		e.spamCovered[l.tag] = l.covers(&e.spamLayout)
-	}
 	if err := e.reset(); err != nil {
 		return nil, err
 	}
@@ -197,20 +170,17 @@ func New(cfg Config) (*Engine, error) {
 // reset empties the caches and the clock, as New leaves them; Stats stay.
 func (e *Engine) reset() error {
 	var err error
-	if e.states, err = newLRU(e.cfg.MaxKeys, e.evicted); err != nil {
+	if e.states, err = newCache(e.cfg.MaxKeys, e.evicted); err != nil {
 		return err
 	}
-	if e.aggs, err = newLRU(e.cfg.MaxKeys, func(_ string, a *aggregate) { a.gen++; e.aggPool.put(a) }); err != nil {
+	if e.aggs, err = newCache[*aggregate](e.cfg.MaxKeys, nil); err != nil {
 		return err
 	}
-	if e.spam, err = newLRU(e.cfg.MaxKeys, func(_ string, b *bucket) { b.gen++; e.bucketPool.put(b) }); err != nil {
+	if e.spam, err = newCache[*bucket](e.cfg.MaxKeys, nil); err != nil {
 		return err
 	}
-	e.totals = newTotalTable(e.cfg.MaxKeys, e.forget)
-	e.oldTotals = 0
+	e.totals = newTotals(e.cfg.MaxKeys)
 	e.due, e.now, e.statesMade = nil, 0, 0
-	e.forgot = horizon{first: unknownTime, last: unknownTime}
-	e.filter = newForgotten(e.cfg.MaxKeys)
 	e.out, e.pending = e.out[:0], 0
 	return nil
 }
@@ -241,15 +211,9 @@ func (e *Engine) Advance(now int64) []Emission {
 	return e.out
 }
 
-// begin starts the emissions of a call: those a restore left, if any. What
-// the caches pushed out in earlier calls is free for reuse.
+// begin starts the emissions of a call: those a restore left, if any.
 func (e *Engine) begin() {
 	e.out, e.pending = e.out[:e.pending], 0
-	if len(e.statePool.pending)+len(e.bucketPool.pending)+len(e.aggPool.pending) > 0 { // most calls push nothing out
-		e.statePool.settle()
-		e.bucketPool.settle()
-		e.aggPool.settle()
-	}
 }
 
 // NextDeadline is when Advance next has something to do.
@@ -271,13 +235,13 @@ func (e *Engine) NextDeadline() (int64, bool) {
 func (e *Engine) Flush(now int64) []Emission {
 	e.begin()
 	e.advance(now)
-	for _, st := range e.states.Values() {
+	for _, st := range e.states.values() {
 		if !st.visible && !isSummary(st) && st.count > 0 {
 			e.retire(st)
 			e.fold(st)
 		}
 	}
-	for _, st := range e.states.Values() {
+	for _, st := range e.states.values() {
 		if st.count <= st.emitted {
 			continue
 		}
@@ -303,9 +267,9 @@ func (e *Engine) Now() int64 { return e.now }
 
 func (e *Engine) observeSeries(ev *k8sevent.Event, delta, t int64) {
 	e.buf = e.series.appendKey(e.buf[:0], ev)
-	st, h, ok := e.states.getHash(borrow(e.buf))
+	st, ok := e.states.get(e.buf)
 	if !ok {
-		st = e.newState(&e.series, ev, t, h)
+		st = e.newState(&e.series, ev, t)
 		e.due.schedule(st, e.now+int64(e.cfg.FinishAfter))
 	} else {
 		e.touch(st, ev, t)
@@ -330,48 +294,20 @@ func (e *Engine) observeSeries(ev *k8sevent.Event, delta, t int64) {
 	}
 }
 
-// newState adds a state for ev, whose key (not held, of hash h) e.buf holds.
-// The packed Event and the name are one allocation: the name follows the
-// packing in e.buf, then one string holds both (~250 instructions and an
-// allocation per new series less than a string each).
-func (e *Engine) newState(l *layout, ev *k8sevent.Event, t int64, h uint64) *state {
+// newState adds a state for ev, whose key in layout l e.buf holds. Its
+// Event objects are named after the key and the count of states made,
+// so that a name is never reused and the same stream names the same
+// objects on every run.
+func (e *Engine) newState(l *layout, ev *k8sevent.Event, t int64) *state {
 	keyLen := len(e.buf)
 	e.buf = l.appendRest(e.buf, ev)
-	packedLen := len(e.buf)
 	e.statesMade++
-	// The name hashes the key (less empty cluster fields, see nameKey)
-	// and the count of states made, joined by the hash, not in a string.
-	e.madeDigits()
-	e.buf = slices.Grow(e.buf, len(ev.Regarding.Name)+64) // the name cannot move the key it reads
-	e.buf = k8sevent.AppendGeneratedName(e.buf, ev.Regarding.Name, time.Unix(0, t),
-		nameKey(borrow(e.buf[:keyLen])), borrow(e.numBuf))
-	all := string(e.buf)
-	packed := all[:packedLen]
-	st := e.statePool.get()
-	*st = state{packed: packed, keyLen: keyLen, heapIdx: -1, first: t, last: t, seenAt: e.now,
-		note: l.note(packed, ev), name: all[packedLen:]}
-	e.states.insert(packed[:keyLen], h, st)
+	st := &state{packed: string(e.buf), keyLen: keyLen, heapIdx: -1, first: t, last: t, seenAt: e.now}
+	st.name = k8sevent.GenerateName(ev.Regarding.Name, time.Unix(0, t),
+		nameKey(st.packed[:keyLen])+strconv.FormatUint(e.statesMade, 10))
+	st.note = l.field(st.packed, fNote)
+	e.states.add(st.packed[:keyLen], st) // may push a state out: ev is not read after
 	return st
-}
-
-// madeDigits puts e.statesMade in decimal into e.numBuf: one more than
-// the count it holds by a step of its last digits (formatting it cost a
-// new state ~130 instructions), any other count (a restore, a reset) by
-// strconv.
-func (e *Engine) madeDigits() {
-	if e.numOf+1 == e.statesMade && len(e.numBuf) > 0 {
-		i := len(e.numBuf) - 1
-		for ; i >= 0 && e.numBuf[i] == '9'; i-- {
-			e.numBuf[i] = '0'
-		}
-		if i >= 0 { // else every digit was a 9: one more digit
-			e.numBuf[i]++
-			e.numOf = e.statesMade
-			return
-		}
-	}
-	e.numBuf = strconv.AppendUint(e.numBuf[:0], e.statesMade, 10)
-	e.numOf = e.statesMade
 }
 
 func (e *Engine) touch(st *state, ev *k8sevent.Event, t int64) {
@@ -383,38 +319,21 @@ func (e *Engine) touch(st *state, ev *k8sevent.Event, t int64) {
 }
 
 // emit appends a record of st; filtered ones pass the spam filter first.
-// input is the record being observed, nil for timer records. The record
-// is made in its place in e.out (an Emission is ~500 bytes: copying one
-// cost a tenth of a new series); an input record the filter holds back
-// is not made at all (most records of a storm), a timer record is taken
-// back (the filter reads the Event rebuilt in it).
+// input is the record being observed, nil for timer records, which carry
+// st's Event rebuilt from its packing (its strings valid until the next
+// call).
 func (e *Engine) emit(st *state, kind int, input *k8sevent.Event, filtered bool) bool {
-	if input != nil && filtered && !e.allow(input, st, kind == KindLegacy && st.visible) {
-		e.Stats.SpamDropped++
-		return false
-	}
-	n := len(e.out)
-	if n < cap(e.out) {
-		e.out = e.out[:n+1]
-	} else {
-		e.out = append(e.out, Emission{})
-	}
-	// Field by field: a composite literal was built on the stack and
-	// copied in (~500 bytes twice). Every field is set (TestEmitSetsEveryField).
-	em := &e.out[n]
-	em.Event = k8sevent.Event{}
-	em.FromInput, em.Kind, em.Name, em.Count, em.New = input != nil, kind, st.name, st.count, st.count-st.emitted
-	em.First, em.Last, em.Aggregated, em.Note, em.At = st.first, st.last, st.aggregated, "", e.now
+	em := Emission{FromInput: input != nil, Kind: kind, Name: st.name, Count: st.count, New: st.count - st.emitted,
+		First: st.first, Last: st.last, Aggregated: st.aggregated, At: e.now}
 	ev := input
 	if input == nil {
 		layoutOf(st, &e.series).unpack(st.packed, &em.Event)
 		em.Event.Note = st.note
 		ev = &em.Event
-		if filtered && !e.allow(ev, st, false) {
-			e.Stats.SpamDropped++
-			e.out = e.out[:n]
-			return false
-		}
+	}
+	if filtered && !e.allow(ev, st, input != nil && kind == KindLegacy && st.visible) {
+		e.Stats.SpamDropped++
+		return false
 	}
 	if !filtered {
 		e.Stats.Unfiltered++
@@ -422,6 +341,7 @@ func (e *Engine) emit(st *state, kind int, input *k8sevent.Event, filtered bool)
 	if st.aggregated {
 		em.Note = AggregatePrefix + ev.Note
 	}
+	e.out = append(e.out, em)
 	e.Stats.Out[kind]++
 	st.visible = true
 	st.emitted = st.count

@@ -12,7 +12,7 @@ import (
 	"github.com/k8sevents/otel-k8sevents/internal/k8sevent"
 )
 
-// Tests of issue 13: no occurrence lost under the spam filter, no record
+// The spam filter's exactness: no occurrence lost under the filter, no record
 // that changes nothing, legacy mode within client-go's writes.
 
 // pair is what a person looks for in kubectl get events.
@@ -87,7 +87,7 @@ func checkExact(t *testing.T, occs []occurrence, out []written, what string) {
 	require.Equal(t, truth, got, "%s: final counts per (object, reason), every pair visible", what)
 }
 
-// spamConfigs are the four settings issue 13 asks for: each mode, with and
+// spamConfigs are the four settings of the spam filter's tests: each mode, with and
 // without reason in the spam key.
 func spamConfigs() map[string]Config {
 	out := map[string]Config{}
@@ -104,10 +104,10 @@ func spamConfigs() map[string]Config {
 	return out
 }
 
-// TestSpamInvisibleEventsAreFolded (issue 13 item 1): a bucket left with 3
+// TestSpamInvisibleEventsAreFolded: a bucket left with 3
 // tokens meets 10 distinct messages of one reason before aggregation
 // starts: 7 events get no token. Their occurrences must still be counted,
-// in the summary of their aggregate key; on the old code they vanished.
+// in the summary of their aggregate key.
 func TestSpamInvisibleEventsAreFolded(t *testing.T) {
 	var occs []occurrence
 	for i := range 22 { // 22 tokens spent on other reasons of the same object
@@ -133,7 +133,7 @@ func TestSpamInvisibleEventsAreFolded(t *testing.T) {
 	}
 }
 
-// TestSpamRandomStreamsAreExact (issue 13 item 1): over random storms (a
+// TestSpamRandomStreamsAreExact: over random storms (a
 // new uid per occurrence or none, repeats, distinct messages, quiet
 // spells) in every mode and spam-key setting, tight filters included, every
 // occurrence ends up in a final count, every pair is visible, no count goes
@@ -227,7 +227,7 @@ func randomStorm(rng *rand.Rand, n int) []occurrence {
 	return out
 }
 
-// TestStateFinishedOnlyWhenChanged (issue 13 item 2): a series whose last
+// TestStateFinishedOnlyWhenChanged: a series whose last
 // record already shows its count ends without a record; one that grew
 // since ends with its count; FinishMarker restores the marker.
 func TestStateFinishedOnlyWhenChanged(t *testing.T) {
@@ -258,7 +258,7 @@ func TestStateFinishedOnlyWhenChanged(t *testing.T) {
 	assert.Empty(t, r.e.Flush(t0.Add(2*time.Second).UnixNano()), "a shutdown flush of a count already written")
 }
 
-// TestStateNoRecordRepeatsACount (issue 13 item 2): over random storms, no
+// TestStateNoRecordRepeatsACount: over random storms, no
 // finished record (series mode) and no record at all (legacy mode) repeats
 // the count of its object's previous record.
 func TestStateNoRecordRepeatsACount(t *testing.T) {

@@ -2,7 +2,6 @@ package engine
 
 import (
 	"encoding/binary"
-	"math/bits"
 	"math/rand/v2"
 	"strings"
 	"testing"
@@ -30,9 +29,10 @@ func randomEvent(rng *rand.Rand) k8sevent.Event {
 	return ev
 }
 
-// The packing is the one snapshots hold: every field through field.of,
-// length prefixed, key fields first; a state's note is its packing's.
-func TestPackingIsTheSnapshotsAndNotesShareIt(t *testing.T) {
+// The packing is the one snapshots hold and names are made of: every
+// field through field.of, length prefixed, key fields first; check accepts
+// it, and unpack gives back every field.
+func TestPackingRoundTrips(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 8))
 	layouts := []*layout{&identicalLayout, &aggregateLayout}
 	for _, rv := range []bool{false, true} {
@@ -60,94 +60,13 @@ func TestPackingIsTheSnapshotsAndNotesShareIt(t *testing.T) {
 			check, ok := l.check(packed)
 			require.True(t, ok)
 			require.Equal(t, check, keyLen)
-			require.Equal(t, ev.Note, l.note(packed, &ev))
-			require.Equal(t, l.field(packed, fNote), l.note(packed, &ev), "the note as field finds it")
-		}
-	}
-}
-
-// The filter of forgotten objects (what snapshots hold) is blocked: an
-// object sets, in the block of 8 words its first probe hash scales to,
-// bit (h2 >> 6i) & 63 of word i, whether max_keys is a power of two or
-// not (or no multiple of 8); an object put in is found, in either
-// generation, and objects not put in mostly are not.
-func TestForgottenSetsTheSnapshotsBits(t *testing.T) {
-	for _, maxKeys := range []int{64, 100, 13} {
-		f := newForgotten(maxKeys)
-		want := make([]uint64, len(f.gens[0].bits))
-		require.Zero(t, len(want)%8)
-		require.GreaterOrEqual(t, len(want)*64, maxKeys*filterBits*filterLoad)
-		h := horizon{first: unknownTime, last: unknownTime}
-		var keys []uint64
-		for i := range uint64(50) {
-			key := mix64(i + 1)
-			f.add(key, 0, &h)
-			keys = append(keys, key)
-			h1, h2 := probeHashes(key)
-			block, _ := bits.Mul64(h1, uint64(len(want)/8))
-			for j := range uint64(8) {
-				want[block*8+j] |= 1 << (h2 >> (6 * j) & 63)
+			var back k8sevent.Event
+			l.unpack(packed, &back)
+			for f := fType; f <= lastField; f++ {
+				require.Equal(t, *f.of(&ev), *f.of(&back), "field %d of layout %c", f, l.tag)
 			}
-		}
-		require.Equal(t, want, f.gens[0].bits, "max_keys %d", maxKeys)
-		for _, key := range keys {
-			require.True(t, f.has(key))
-		}
-		f.gens[0], f.gens[1] = f.gens[1], f.gens[0] // the previous generation is read too
-		for _, key := range keys {
-			require.True(t, f.has(key))
-		}
-		if maxKeys == 64 {
-			falsePositives := 0
-			for i := range uint64(10_000) {
-				if f.has(mix64(i + 1000)) {
-					falsePositives++
-				}
-			}
-			require.Less(t, falsePositives, 10, "50 objects in 4096 bits")
-		}
-	}
-}
-
-// A key copies every byte of every field, whatever its length: each
-// field in turn gets distinct random bytes of every length from 0 to
-// 300 (the one-byte prefix's limit and the copies' size classes on both
-// sides), the others random short strings, and every layout's key and
-// packing are the length-prefixed fields (randomEvent's repeated letters
-// would not show a byte copied from the wrong place).
-func TestKeyCopiesEveryByteOfEveryLength(t *testing.T) {
-	rng := rand.New(rand.NewPCG(9, 10))
-	text := func(n int) string {
-		b := make([]byte, n)
-		for i := range b {
-			b[i] = byte(rng.Uint32())
-		}
-		return string(b)
-	}
-	series := seriesLayout(true)
-	layouts := []*layout{&identicalLayout, &aggregateLayout, &series}
-	for f := fType; f <= lastField; f++ {
-		for n := range 301 {
-			var ev k8sevent.Event
-			for g := fType; g <= lastField; g++ {
-				*g.of(&ev) = text(rng.IntN(20))
-			}
-			*f.of(&ev) = text(n)
-			for _, l := range layouts {
-				want := []byte{l.tag}
-				for _, g := range l.key {
-					want = append(binary.AppendUvarint(want, uint64(len(*g.of(&ev)))), *g.of(&ev)...)
-				}
-				prefix := []byte("kept")
-				got := l.appendKey(prefix, &ev)
-				require.Equal(t, "kept"+string(want), string(got), "field %d of %d bytes, layout %c", f, n, l.tag)
-				for _, g := range l.rest {
-					want = append(binary.AppendUvarint(want, uint64(len(*g.of(&ev)))), *g.of(&ev)...)
-				}
-				packed, keyLen := string(l.appendRest(got[len(prefix):], &ev)), len(got)-len(prefix)
-				require.Equal(t, string(want), packed)
-				require.Equal(t, len(got)-len(prefix), keyLen)
-			}
+			_, ok = l.check(packed[:len(packed)-1])
+			require.False(t, ok, "a packing cut short")
 		}
 	}
 }

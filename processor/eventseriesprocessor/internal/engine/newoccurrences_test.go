@@ -11,7 +11,7 @@ import (
 	"github.com/k8sevents/otel-k8sevents/internal/k8sevent"
 )
 
-// Tests of issue 17 item 2: Emission.New, summed over everything emitted,
+// Emission.New, summed over everything emitted,
 // is the occurrences observed, whatever was compressed, held back by the
 // spam filter, folded into summaries, evicted, restored or flushed.
 
@@ -59,7 +59,7 @@ func nsStorm(rng *rand.Rand, n int) ([]occurrence, map[[2]string]int64) {
 // filter or none, aggregation), with the engine snapshotted and restored
 // into a new one at random points, after a shutdown flush or not, the sum
 // of New per (namespace, reason) over every emission equals the
-// occurrences observed. The old code had no New: every sum was 0.
+// occurrences observed.
 //
 // Below max_keys objects the engine's own count is exact; past it, a
 // record of a uid the totals cache may have forgotten counts at most one

@@ -4,12 +4,14 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
+	"slices"
 	"strings"
 )
 
-// The snapshot encoding, version 5. Varints are encoding/binary's, strings
-// are length-prefixed; every cache is listed least recently used first:
+// The snapshot encoding. Varints are encoding/binary's, strings are
+// length-prefixed; every cache is listed least recently used first:
 //
 //	magic, version
 //	flags (legacy, series key with resourceVersion), spam key, now, made,
@@ -22,26 +24,12 @@ import (
 //	groups:  count, then each: key, last, notes (count, then each)
 //	buckets: count, then each: key, tokens (float64 bits), last allowed,
 //	         events (legacy: events of the key already written)
-//	totals:  count, then each: key hash (uint64, see objectHash), total,
-//	         first (unknownTime: none), last, flags (held under its old
-//	         hash, see upgrade)
-//	horizon: flags (an object was dropped from the filter), first, last
-//	filter:  objects in the current generation, words per generation, then
-//	         for each generation: flags (not empty), first, words (uint64)
+//	totals:  flags (a generation was forgotten), first time forgotten, then
+//	         the recent and the older generation: count, then each by
+//	         ascending key hash (uint64, see objectHash): count, first
 //
-// Version 6 changed the totals' hash (objectHash, was the FNV-1a hash
-// fnvObjectHash) and the filter's layout (blocked): an older snapshot's
-// totals are held under their old hash until their object comes back
-// (upgrade), and its filter's objects go into the horizon, known by times.
-// Version 5 added the cluster to every cache key (two empty fields at the
-// end of each key prefix; see migrateKey, migratePacked): older keys are
-// those of records with no cluster. Version 4 keeps the totals' key hashes where versions 1 to 3 kept the
-// keys (read and hashed). Version 3 added summaries in series mode (states packed in the aggregate
-// layout, see closing.go) and the buckets' events; from versions 1 and 2
-// those are recounted from the visible states (see recountEvents).
-// Version 1 (still read) had no heartbeat_interval, latest note, totals
-// times or horizon: its totals are taken as first seen at its now, so that
-// forgetting one never counts it again.
+// There is one version: a snapshot of another is refused, and the
+// processor starts empty (see Restore).
 //
 // Deadlines and heap positions are kept rather than recomputed: a state's
 // deadline may be earlier than its real one (see deadlines), and states
@@ -51,8 +39,11 @@ import (
 // restore (retime).
 const (
 	snapshotMagic   = "eventseries.engine"
-	snapshotVersion = 6
+	snapshotVersion = 8
 )
+
+// ErrSnapshotVersion: Restore refused a snapshot of another version.
+var ErrSnapshotVersion = errors.New("snapshot of another version")
 
 const (
 	noteDiffers  = 8  // state flag: the latest note follows
@@ -63,7 +54,7 @@ const (
 // continues exactly where this one is. Stats are not in it: they count what
 // one process did, and the processor reports them as such.
 func (e *Engine) Snapshot() []byte {
-	w := &writer{b: make([]byte, 0, e.snapSize+e.snapSize/8)} // growing a megabyte by doubling takes longer than encoding it
+	w := &writer{}
 	w.str(snapshotMagic)
 	w.uint(snapshotVersion)
 	w.flags(e.cfg.Legacy, e.cfg.KeyIncludesResourceVersion)
@@ -72,7 +63,7 @@ func (e *Engine) Snapshot() []byte {
 	w.uint(e.statesMade)
 	w.int(int64(e.cfg.HeartbeatInterval))
 
-	states := e.states.Values()
+	states := e.states.values()
 	w.uint(uint64(len(states)))
 	for _, st := range states {
 		w.str(st.packed)
@@ -86,47 +77,34 @@ func (e *Engine) Snapshot() []byte {
 			w.str(st.note)
 		}
 	}
-	keys := e.aggs.Keys()
-	w.uint(uint64(len(keys)))
-	for _, k := range keys {
-		a, _ := e.aggs.Peek(k)
-		w.str(k)
+	groups := e.aggs.values()
+	w.uint(uint64(len(groups)))
+	for _, a := range groups {
+		w.str(e.aggs.keyOf(a))
 		w.int(a.last)
 		w.uint(uint64(len(a.notes)))
 		for _, n := range a.notes {
 			w.str(n)
 		}
 	}
-	keys = e.spam.Keys()
-	w.uint(uint64(len(keys)))
-	for _, k := range keys {
-		b, _ := e.spam.Peek(k)
-		w.str(k)
+	buckets := e.spam.values()
+	w.uint(uint64(len(buckets)))
+	for _, b := range buckets {
+		w.str(e.spam.keyOf(b))
 		w.b = binary.LittleEndian.AppendUint64(w.b, math.Float64bits(b.tokens()))
 		w.int(b.last)
 		w.uint(uint64(b.events))
 	}
-	w.uint(uint64(e.totals.Len()))
-	e.totals.each(func(hash uint64, t *total) {
-		w.b = binary.LittleEndian.AppendUint64(w.b, hash)
-		w.int(t.count)
-		w.int(t.first)
-		w.int(t.last)
-		w.flags(t.oldHash)
-	})
-	w.flags(e.forgot.any)
-	w.int(e.forgot.first)
-	w.int(e.forgot.last)
-	w.uint(uint64(e.filter.n))
-	w.uint(uint64(len(e.filter.gens[0].bits)))
-	for _, g := range e.filter.gens {
-		w.flags(g.any)
-		w.int(g.first)
-		for _, word := range g.bits {
-			w.b = binary.LittleEndian.AppendUint64(w.b, word)
+	w.flags(e.totals.forgot)
+	w.int(e.totals.forgotFirst)
+	for _, gen := range []map[uint64]total{e.totals.recent, e.totals.older} {
+		w.uint(uint64(len(gen)))
+		for _, key := range slices.Sorted(maps.Keys(gen)) {
+			w.b = binary.LittleEndian.AppendUint64(w.b, key)
+			w.int(gen[key].count)
+			w.int(gen[key].first)
 		}
 	}
-	e.snapSize = len(w.b)
 	return w.b
 }
 
@@ -154,9 +132,8 @@ func (e *Engine) restore(r *reader) error {
 	if magic := r.str(); magic != snapshotMagic {
 		return errors.New("not an eventseries engine snapshot")
 	}
-	version := r.uint()
-	if version < 1 || version > snapshotVersion {
-		return fmt.Errorf("snapshot version %d, this build reads versions 1 to %d", version, snapshotVersion)
+	if version := r.uint(); r.err == nil && version != snapshotVersion {
+		return fmt.Errorf("%w: version %d, this build reads version %d", ErrSnapshotVersion, version, snapshotVersion)
 	}
 	flags := r.byte()
 	if legacy := flags&1 != 0; r.err == nil && legacy != e.cfg.Legacy {
@@ -167,22 +144,20 @@ func (e *Engine) restore(r *reader) error {
 	}
 	spamKey := r.str()
 	now, statesMade := r.int(), r.uint()
-	beat := int64(-1) // the snapshot's heartbeat_interval; -1: not stated (version 1)
-	if version >= 2 {
-		if beat = r.int(); r.err == nil && beat <= 0 {
-			return fmt.Errorf("heartbeat interval %d", beat)
-		}
+	beat := r.int() // the snapshot's heartbeat_interval
+	if r.err == nil && beat <= 0 {
+		return fmt.Errorf("heartbeat interval %d", beat)
 	}
-	if err := e.restoreStates(r, version, now); err != nil {
+	if err := e.restoreStates(r, now); err != nil {
 		return err
 	}
-	if err := e.restoreGroups(r, version); err != nil {
+	if err := e.restoreGroups(r); err != nil {
 		return err
 	}
-	if err := e.restoreBuckets(r, spamKey, version); err != nil {
+	if err := e.restoreBuckets(r, spamKey); err != nil {
 		return err
 	}
-	if err := e.restoreTotals(r, version, now); err != nil {
+	if err := e.restoreTotals(r); err != nil {
 		return err
 	}
 	if r.err == nil && len(r.b) > 0 {
@@ -192,9 +167,6 @@ func (e *Engine) restore(r *reader) error {
 		return r.err
 	}
 	e.now, e.statesMade = now, statesMade
-	if version < 3 {
-		e.recountEvents()
-	}
 	e.fit()
 	e.retime(beat)
 	return nil
@@ -202,14 +174,13 @@ func (e *Engine) restore(r *reader) error {
 
 // fit drops what does not fit in max_keys, least recently used first.
 // Only now, with the whole snapshot read: a dropped series emits its end.
+// The totals keep what they hold: more objects than this configuration
+// remembers leave with the next two generations.
 func (e *Engine) fit() {
 	var dropped int
-	dropped += e.states.Resize(e.cfg.MaxKeys)
-	dropped += e.aggs.Resize(e.cfg.MaxKeys)
-	dropped += e.spam.Resize(e.cfg.MaxKeys)
-	var forgotten int
-	e.totals, forgotten = e.totals.resized(e.cfg.MaxKeys) // into the horizon
-	dropped += forgotten
+	dropped += e.states.resize(e.cfg.MaxKeys)
+	dropped += e.aggs.resize(e.cfg.MaxKeys)
+	dropped += e.spam.resize(e.cfg.MaxKeys)
 	e.Stats.RestoreDropped += int64(dropped)
 	e.pending = len(e.out)
 }
@@ -218,18 +189,13 @@ func (e *Engine) fit() {
 // the kept one: deadlines follow from the times kept (last occurrence, last
 // heartbeat) and the configured finish_after and heartbeat_interval. With
 // the configuration of the snapshot nothing moves, as a kept deadline is
-// never later than the real one. beat is the snapshot's heartbeat_interval
-// (-1: unknown, then the next heartbeat is at most one interval away).
+// never later than the real one. beat is the snapshot's heartbeat_interval.
 func (e *Engine) retime(beat int64) {
 	interval := int64(e.cfg.HeartbeatInterval)
-	for _, st := range e.states.Values() {
+	for _, st := range e.states.values() {
 		if !e.cfg.Legacy && st.started && beat != interval {
-			if beat > 0 {
-				st.nextBeat = addCount(st.nextBeat-beat, interval) // the last heartbeat (or start) stays
-			} else {
-				st.nextBeat = min(st.nextBeat, addCount(e.now, interval))
-			}
-			st.nextBeat = max(st.nextBeat, e.now) // heartbeats missed to a shorter interval: one, now
+			st.nextBeat = addCount(st.nextBeat-beat, interval) // the last heartbeat (or start) stays
+			st.nextBeat = max(st.nextBeat, e.now)              // heartbeats missed to a shorter interval: one, now
 		}
 		if st.heapIdx >= 0 {
 			at, _ := e.dueAt(st)
@@ -243,9 +209,9 @@ func (e *Engine) retime(beat int64) {
 // leaves behind (after every call a started series' next heartbeat is
 // not behind): a heartbeat far behind would emit one record per interval
 // missed.
-func (e *Engine) restoreStates(r *reader, version uint64, now int64) error {
+func (e *Engine) restoreStates(r *reader, now int64) error {
 	n := r.entries(len(r.b), "series")
-	e.states.Resize(max(n, e.cfg.MaxKeys))
+	e.states.resize(max(n, e.cfg.MaxKeys))
 	at := make([]int, 0, n) // heap index of each scheduled state
 	var scheduled []*state
 	for range n {
@@ -256,10 +222,10 @@ func (e *Engine) restoreStates(r *reader, version uint64, now int64) error {
 		idx := r.int()
 		flags := r.byte()
 		st.visible, st.started, st.aggregated = flags&1 != 0, flags&2 != 0, flags&4 != 0
-		if version >= 2 && flags&noteDiffers != 0 {
+		if flags&noteDiffers != 0 {
 			st.note = r.str()
 		}
-		st.inBucket = version >= 3 && flags&inBucketFlag != 0
+		st.inBucket = flags&inBucketFlag != 0
 		if r.err != nil {
 			return r.err
 		}
@@ -267,11 +233,8 @@ func (e *Engine) restoreStates(r *reader, version uint64, now int64) error {
 		switch {
 		case e.cfg.Legacy && st.packed != "":
 			l = layoutOf(st, &identicalLayout) // a tag of neither fails the check
-		case version >= 3 && st.packed != "" && st.packed[0] == aggregateLayout.tag:
+		case st.packed != "" && st.packed[0] == aggregateLayout.tag:
 			l = &aggregateLayout // a summary
-		}
-		if version < 5 {
-			st.packed = migratePacked(st.packed, len(l.key)-len(clusterFields))
 		}
 		keyLen, ok := l.check(st.packed)
 		switch {
@@ -288,7 +251,7 @@ func (e *Engine) restoreStates(r *reader, version uint64, now int64) error {
 			st.note = l.field(st.packed, fNote)
 		}
 		st.keyLen, st.heapIdx = keyLen, -1
-		if !add(e.states, st.packed[:keyLen], st) {
+		if !e.states.add(st.packed[:keyLen], st) {
 			return fmt.Errorf("state %d: key twice", e.states.Len())
 		}
 		if idx >= 0 {
@@ -303,16 +266,16 @@ func (e *Engine) restoreStates(r *reader, version uint64, now int64) error {
 		e.due[at[i]], st.heapIdx = st, at[i]
 	}
 	for i := 1; i < len(e.due); i++ {
-		if e.due.less(i, (i-1)/2) {
+		if e.due.Less(i, (i-1)/2) {
 			return fmt.Errorf("deadline heap out of order at %d", i)
 		}
 	}
 	return nil
 }
 
-func (e *Engine) restoreGroups(r *reader, version uint64) error {
+func (e *Engine) restoreGroups(r *reader) error {
 	n := r.entries(len(r.b), "aggregation groups")
-	e.aggs.Resize(max(n, e.cfg.MaxKeys))
+	e.aggs.resize(max(n, e.cfg.MaxKeys))
 	for range n {
 		key, a := r.str(), &aggregate{last: r.int()}
 		for range r.entries(len(r.b), "notes") {
@@ -321,83 +284,26 @@ func (e *Engine) restoreGroups(r *reader, version uint64) error {
 		if keep := e.cfg.AggregateMaxEvents - 1; e.cfg.Aggregation && len(a.notes) > keep {
 			a.notes = a.notes[len(a.notes)-keep:] // max_events was lowered: the least recently seen go
 		}
-		if version < 5 {
-			key = migrateKey(key)
-		}
-		if r.err == nil && !add(e.aggs, key, a) {
+		if r.err == nil && !e.aggs.add(key, a) {
 			return fmt.Errorf("aggregation group %q twice", key)
 		}
 	}
 	return nil
 }
 
-func (e *Engine) restoreTotals(r *reader, version uint64, now int64) error {
-	n := r.entries(len(r.b), "totals")
-	if n > e.cfg.MaxKeys {
-		e.totals = newTotalTable(n, e.forget) // fit trims it
-	}
-	for range n {
-		var key uint64
-		if version >= 4 {
-			key = r.u64()
-		} else {
-			key = fnvKeyHash(r.str())
-		}
-		t := total{count: r.int(), first: now, last: now, oldHash: version < 6}
-		if version >= 2 {
-			t.first, t.last = r.int(), r.int()
-		}
-		if version >= 6 {
-			t.oldHash = r.byte()&1 != 0
-		}
-		if r.err == nil && !e.totals.add(key, t) {
-			return fmt.Errorf("total of key hash %#x twice", key)
-		}
-		if t.oldHash {
-			e.oldTotals++
-		}
-	}
-	if version >= 2 {
-		e.forgot = horizon{any: r.byte()&1 != 0, first: r.int(), last: r.int()}
-		return e.restoreFilter(r, version)
-	}
-	return nil
-}
-
-// restoreFilter reads the filter of forgotten objects. One made for another
-// max_keys, or before version 6 (another layout, other hashes), cannot be
-// read as this one: its objects go into the horizon.
-func (e *Engine) restoreFilter(r *reader, version uint64) error {
-	n, words := r.uint(), r.entries(len(r.b)/16, "filter words")
-	same := words == len(e.filter.gens[0].bits) && version >= 6
-	if r.err == nil && same && n > uint64(words*64/filterBits) {
-		return fmt.Errorf("filter of %d words holds %d objects", words, n)
-	}
-	for i := range e.filter.gens {
-		g := generation{any: r.byte()&1 != 0, first: r.int(), bits: e.filter.gens[i].bits}
-		for j := range words {
-			word := r.u64()
-			if same {
-				g.bits[j] = word
+func (e *Engine) restoreTotals(r *reader) error {
+	e.totals.forgot, e.totals.forgotFirst = r.byte()&1 != 0, r.int()
+	for _, gen := range []map[uint64]total{e.totals.recent, e.totals.older} {
+		for range r.entries(len(r.b)/10, "totals") {
+			key := r.u64()
+			t := total{count: r.int(), first: r.int()}
+			if _, recent, older := e.totals.get(key); r.err == nil && (recent || older) {
+				return fmt.Errorf("total of key hash %#x twice", key)
 			}
+			gen[key] = t
 		}
-		if !same {
-			e.forgot.age(&g)
-		}
-		e.filter.gens[i] = g
-	}
-	if same {
-		e.filter.n = int(n)
 	}
 	return nil
-}
-
-// add adds a new entry to a cache that has room, and reports whether the
-// key was new.
-func add[V any](c *lru[V], key string, v V) bool {
-	n := c.Len()
-	c.Add(key, v)
-	return c.Len() == n+1
 }
 
 func (e *Engine) spamKey() string { return strings.Join(e.cfg.SpamKey, ",") }

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -195,14 +196,16 @@ func TestRestoreRefusesWhatItCannotContinue(t *testing.T) {
 	}{
 		{"empty", "not an eventseries engine snapshot", cfg, nil},
 		{"garbage", "not an eventseries engine snapshot", cfg, []byte("{\"version\": 1}")},
-		{"newer version", "snapshot version 7, this build reads versions 1 to 6", cfg, newer},
+		{"another version", "snapshot of another version: version 9, this build reads version 8", cfg, newer},
 		{"other mode", "snapshot of mode series, configured legacy", legacy, snap},
 		{"other series key", "key_ignores_resource_version true, configured false", rv, snap},
 		{"trailing bytes", "bytes after the end", cfg, append(append([]byte(nil), snap...), 0)},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			e := newTester(t, c.cfg).e
-			assert.ErrorContains(t, e.Restore(c.data), c.err)
+			err := e.Restore(c.data)
+			assert.ErrorContains(t, err, c.err)
+			assert.Equal(t, c.name == "another version", errors.Is(err, ErrSnapshotVersion), "told apart from a corrupt one")
 			assertFresh(t, e)
 		})
 	}
@@ -213,6 +216,7 @@ func assertFresh(t *testing.T, e *Engine) {
 	t.Helper()
 	require.Equal(t, 0, e.Len())
 	require.Equal(t, 0, e.aggs.Len()+e.spam.Len()+e.totals.Len()+len(e.due))
+	require.False(t, e.totals.forgot)
 	require.Zero(t, e.Now())
 	ev := podEvent("web-1", "BackOff", "x")
 	ev.Time = t0
@@ -298,11 +302,12 @@ func TestSpamBucketsRestoreExactly(t *testing.T) {
 	require.Equal(t, 1, r.e.spam.Len())
 	restored := newTester(t, cfg)
 	require.NoError(t, restored.e.Restore(r.e.Snapshot()))
-	before, _ := r.e.spam.Peek(r.e.spam.Keys()[0])
-	after, _ := restored.e.spam.Peek(r.e.spam.Keys()[0])
+	before := r.e.spam.values()[0]
+	after, ok := restored.e.spam.peek([]byte(r.e.spam.keyOf(before)))
+	require.True(t, ok)
 	assert.Equal(t, before.tokens(), after.tokens())
 	assert.Equal(t, before.last, after.last)
 	for _, at := range []time.Time{t0, t0.Add(7 * time.Second), t0.Add(time.Minute), t0.Add(time.Hour)} {
-		assert.Equal(t, before.lim.tokensAt(at.UnixNano()), after.lim.tokensAt(at.UnixNano()), "at %v", at)
+		assert.Equal(t, before.lim.TokensAt(at), after.lim.TokensAt(at), "at %v", at)
 	}
 }

@@ -3,7 +3,9 @@ package engine
 import (
 	"fmt"
 	"math"
-	"unsafe"
+	"time"
+
+	"golang.org/x/time/rate"
 
 	"github.com/k8sevents/otel-k8sevents/internal/k8sevent"
 )
@@ -22,7 +24,7 @@ func (e *Engine) allow(ev *k8sevent.Event, st *state, update bool) bool {
 	if !e.cfg.SpamFilter {
 		return true
 	}
-	b := e.bucketOf(ev, st)
+	b := e.bucketOf(ev)
 	// A timer record may fire at a deadline before a token this bucket
 	// already gave (deadlines come due out of order within one Advance):
 	// it takes its token at the bucket's own latest time, as the limiter
@@ -31,7 +33,7 @@ func (e *Engine) allow(ev *k8sevent.Event, st *state, update bool) bool {
 	// At most burst-1 kept: a count update can always pass once the bucket
 	// is full, so a count is never stale for longer than burst/qps.
 	kept := min(b.events, e.cfg.SpamBurst-1)
-	if update && kept > 0 && b.lim.tokensAt(at) < float64(kept+1) || !b.lim.allow(at) {
+	if update && kept > 0 && b.lim.TokensAt(time.Unix(0, at)) < float64(kept+1) || !b.lim.AllowN(time.Unix(0, at), 1) {
 		return false
 	}
 	b.last = at
@@ -42,145 +44,79 @@ func (e *Engine) allow(ev *k8sevent.Event, st *state, update bool) bool {
 	return true
 }
 
-// bucketOf is the spam-filter bucket of ev's key, made if needed, for a
-// record of st, as the most recently used. A state whose key holds every
-// field of the spam key (legacy events and aggregates, summaries) has one
-// bucket for all its records: it keeps it, and finds it again without
-// building the spam key while the bucket is in the cache (gen: a bucket
-// pushed out changes its generation).
-func (e *Engine) bucketOf(ev *k8sevent.Event, st *state) *bucket {
-	if b := st.bucket; b != nil && b.gen == st.bucketGen {
-		e.spam.order.touch(b.slot)
-		return b
-	}
+// bucketOf is the spam-filter bucket of ev's key, made if needed, as the
+// most recently used.
+func (e *Engine) bucketOf(ev *k8sevent.Event) *bucket {
 	e.spamBuf = e.spamLayout.appendKey(e.spamBuf[:0], ev)
-	b, h, ok := e.spam.getHash(borrow(e.spamBuf))
+	b, ok := e.spam.get(e.spamBuf)
 	if !ok {
-		b = e.bucketPool.get()
+		b = &bucket{}
 		b.set(e.cfg.SpamQPS, e.cfg.SpamBurst, float64(e.cfg.SpamBurst), e.now)
-		e.spam.insert(e.keyOf(&b.key, e.spamBuf), h, b)
-	}
-	b.slot = e.spam.lastSlot
-	if e.spamCovered[st.packed[0]&0x7f] {
-		st.bucket, st.bucketGen = b, b.gen
+		e.spam.add(string(e.spamBuf), b)
 	}
 	return b
 }
 
-// release takes st out of its bucket's events: st left the cache. ev is
-// st's Event, nil to rebuild it.
-func (e *Engine) release(st *state, ev *k8sevent.Event) {
+// release takes st, which left the cache, out of its bucket's events.
+func (e *Engine) release(st *state) {
 	st.inBucket = false
-	if b := st.bucket; b != nil && b.gen == st.bucketGen && !e.byKey {
-		// The bucket st keeps is still the one at its spam key (see
-		// bucketOf): no need to rebuild st's Event and its spam key, which
-		// cost a legacy event pushed out by churn ~2,700 instructions.
-		b.events = max(b.events-1, 0)
-		return
-	}
-	if ev == nil {
-		ev = &e.scratch
-		layoutOf(st, &e.series).unpack(st.packed, ev)
-	}
+	ev := &e.scratch
+	layoutOf(st, &e.series).unpack(st.packed, ev)
 	e.spamBuf = e.spamLayout.appendKey(e.spamBuf[:0], ev)
-	if b, ok := e.spam.Peek(borrow(e.spamBuf)); ok {
+	if b, ok := e.spam.peek(e.spamBuf); ok {
 		b.events = max(b.events-1, 0)
-	}
-}
-
-// keyOf copies key into *mem, reused from the thing that held it before
-// (a pooled spam bucket or aggregation group), and returns the copy as a
-// string for a cache key: under churn every record makes a bucket (and a
-// group in legacy mode), and their keys were an allocation each. The
-// memory is written again only once its thing was pushed out and the call
-// that pushed it out is over (see pool), and these keys never leave the
-// engine (a snapshot copies them), so no string still in use changes.
-// byKey (tests) allocates every key, as before.
-func (e *Engine) keyOf(mem *[]byte, key []byte) string {
-	if e.byKey {
-		return string(key)
-	}
-	*mem = append((*mem)[:0], key...)
-	return unsafe.String(unsafe.SliceData(*mem), len(*mem))
-}
-
-// recountEvents restores each bucket's events from the restored states:
-// in legacy mode, the events of its key already written.
-func (e *Engine) recountEvents() {
-	if !e.cfg.Legacy || !e.cfg.SpamFilter {
-		return
-	}
-	var ev k8sevent.Event
-	for _, st := range e.states.Values() {
-		if !st.visible {
-			continue
-		}
-		layoutOf(st, &e.series).unpack(st.packed, &ev)
-		e.spamBuf = e.spamLayout.appendKey(e.spamBuf[:0], &ev)
-		if b, ok := e.spam.Peek(borrow(e.spamBuf)); ok {
-			st.inBucket = true
-			b.events++
-		}
 	}
 }
 
 // bucket is a spam-filter token bucket. The limiter changes its state
 // (tokens, and when it last counted them) only when it allows a record:
-// last keeps that time, and the tokens at last are the limiter's at any
-// earlier time, so that a snapshot restores it exactly.
+// last keeps that time, and the tokens at last are the limiter's
+// TokensAt(any earlier time), so that a snapshot restores it exactly.
 type bucket struct {
-	lim    limiter
+	lim    rate.Limiter
 	last   int64
-	events int    // legacy: events of this key already written (not in a snapshot: restore recounts them)
-	slot   int32  // its slot in the cache, while it is in it
-	gen    uint32 // incremented when it is pushed out (see bucketOf)
-	key    []byte // holds its key in the cache, reused with the bucket (see keyOf)
+	events int // legacy: events of this key already written
 }
 
-// set puts the bucket in the state "tokens at last", exactly (see
-// limiter.set). A new bucket is full: when it was last counted does not
-// matter, as time only adds to a full bucket what it caps.
+// set puts the bucket in the state "tokens at last", exactly: from empty, a
+// limit of tokens per second for one second adds exactly 1.0 × tokens (the
+// limiter offers no setter). A new bucket is full: when it was last counted
+// does not matter, as time only adds to a full bucket what it caps.
 func (b *bucket) set(qps float64, burst int, tokens float64, last int64) {
-	b.lim.set(qps, burst, tokens, last)
+	at := time.Unix(0, last)
+	b.lim.SetBurstAt(at.Add(-time.Second), burst) // the zero limiter is empty, with limit 0
+	b.lim.SetLimitAt(at.Add(-time.Second), rate.Limit(tokens))
+	b.lim.SetLimitAt(at, rate.Limit(qps))
 	b.last = last
 }
 
 // tokens is what the limiter held when it last allowed a record (at b.last).
 func (b *bucket) tokens() float64 {
-	// No time counted, as rate's TokensAt(time.Time{}); an infinite limit
-	// (qps .inf) counts 0 s × Inf: NaN, the bucket never drains.
-	t := b.lim.tokensAt(math.MinInt64)
-	if math.IsNaN(t) {
-		return float64(b.lim.burst)
+	t := b.lim.TokensAt(time.Time{})
+	if math.IsNaN(t) { // an infinite limit (qps .inf) counts 0 s × Inf: the bucket never drains
+		return float64(b.lim.Burst())
 	}
 	return t
 }
 
 // restoreBuckets reads the spam buckets of a snapshot (format in
 // snapshot.go); those of another spam key are read and dropped.
-func (e *Engine) restoreBuckets(r *reader, spamKey string, version uint64) error {
+func (e *Engine) restoreBuckets(r *reader, spamKey string) error {
 	keep := e.cfg.SpamFilter && spamKey == e.spamKey()
 	n := r.entries(len(r.b), "spam buckets")
-	e.spam.Resize(max(n, e.cfg.MaxKeys))
+	e.spam.resize(max(n, e.cfg.MaxKeys))
 	for range n {
 		key, tokens, last := r.str(), math.Float64frombits(r.u64()), r.int()
-		var events uint64
-		if version >= 3 {
-			events = min(r.uint(), uint64(e.states.Len()))
-		}
+		events := min(r.uint(), uint64(e.states.Len()))
 		if r.err == nil && !(tokens >= 0) {
 			return fmt.Errorf("spam bucket %q holds %g tokens", key, tokens)
 		}
 		if r.err != nil || !keep {
 			continue
 		}
-		b := new(bucket)
+		b := &bucket{events: int(events)}
 		b.set(e.cfg.SpamQPS, e.cfg.SpamBurst, tokens, last)
-		b.events = int(events)
-		if version < 5 {
-			key = migrateKey(key)
-		}
-		if !add(e.spam, key, b) {
+		if !e.spam.add(key, b) {
 			return fmt.Errorf("spam bucket %q twice", key)
 		}
 	}

@@ -3,8 +3,6 @@ package engine
 import (
 	"fmt"
 	"math/rand/v2"
-	"os"
-	"strings"
 	"testing"
 	"time"
 
@@ -12,7 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// TestHostileRepeatedUIDIsCounted (issue 11 item 7): a record repeating an
+// TestHostileRepeatedUIDIsCounted: a record repeating an
 // Event object with no growth of its count is counted in Stats.Unchanged,
 // not absorbed silently; every record shows in a counter.
 func TestHostileRepeatedUIDIsCounted(t *testing.T) {
@@ -28,14 +26,15 @@ func TestHostileRepeatedUIDIsCounted(t *testing.T) {
 		"every record shows in a counter")
 }
 
-// TestStateUnprovenBoundsTheError (issue 10 item 2): on random streams of
-// watched Events through a small cache, the occurrences counted plus what
-// Stats.UnprovenOccurrences says may be missing cover every occurrence.
+// TestStateUnprovenBoundsTheError: on random streams of
+// watched Events through small totals, the occurrences counted plus what
+// Stats.UnprovenOccurrences says may be missing cover every occurrence, and
+// they exceed the occurrences by at most one per unproven record.
 func TestStateUnprovenBoundsTheError(t *testing.T) {
 	for seed := range uint64(100) {
 		rng := rand.New(rand.NewPCG(seed, 13))
 		cfg := defaults()
-		cfg.MaxKeys = 1 + rng.IntN(7)
+		cfg.MaxKeys = 1 + rng.IntN(4)
 		r := newTester(t, cfg)
 		counts, firsts := map[int]int64{}, map[int]time.Duration{}
 		var truth int64
@@ -55,47 +54,8 @@ func TestStateUnprovenBoundsTheError(t *testing.T) {
 			r.at(now, watched(fmt.Sprint("p", i), counts[i], firsts[i], now))
 		}
 		s := r.e.Stats
-		require.LessOrEqual(t, s.Occurrences, truth, "seed %d", seed)
+		require.LessOrEqual(t, s.Occurrences, truth+s.Unproven, "seed %d", seed)
 		require.GreaterOrEqual(t, s.Occurrences+s.UnprovenOccurrences, truth, "seed %d: the bound holds", seed)
-		require.Positive(t, s.Unproven, "seed %d: 20 objects through at most 7 entries forget some", seed)
-	}
-}
-
-// TestStateRestoresVersion1Snapshots: a state saved by the previous build
-// (version 1, testdata) restores, and the engine goes on with the same
-// objects and counts that build emitted after it (testdata/*.continued).
-func TestStateRestoresVersion1Snapshots(t *testing.T) {
-	for _, legacy := range []bool{false, true} {
-		name := map[bool]string{false: "series", true: "legacy"}[legacy]
-		t.Run(name, func(t *testing.T) {
-			cfg := defaults()
-			cfg.Legacy, cfg.MaxKeys = legacy, 8
-			cfg.FinishMarker = true // the recorded continuation has the finishes that change nothing
-			snap, err := os.ReadFile("testdata/v1-" + name + ".snapshot")
-			require.NoError(t, err)
-			want, err := os.ReadFile("testdata/v1-" + name + ".continued")
-			require.NoError(t, err)
-			e := newTester(t, cfg).e
-			require.NoError(t, e.Restore(snap))
-			calls := randomStream(rand.New(rand.NewPCG(6, 1)), 100)
-			for i := range calls {
-				calls[i].now += time.Duration(e.Now() - t0.UnixNano())
-			}
-			var got []string
-			for _, c := range calls {
-				now := t0.Add(c.now).UnixNano()
-				var ems []Emission
-				if c.kind == "observe" {
-					ev := c.ev
-					ems = e.Observe(&ev, now)
-				} else {
-					ems = e.Advance(now)
-				}
-				for _, em := range ems {
-					got = append(got, fmt.Sprintf("%s %s %d", KindNames[em.Kind], em.Name, em.Count))
-				}
-			}
-			assert.Equal(t, strings.Split(strings.TrimSuffix(string(want), "\n"), "\n"), got)
-		})
+		require.Positive(t, s.Unproven, "seed %d: 20 objects through totals of at most 16 forget some", seed)
 	}
 }

@@ -39,7 +39,6 @@ func (e *Engine) fire(st *state) {
 	default:
 		e.retire(st) // first: a summary made by closeOut must not push it out
 		e.closeOut(st, false)
-		e.statePool.put(st) // out of the cache and the deadlines
 	}
 }
 

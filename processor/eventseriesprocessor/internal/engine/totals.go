@@ -7,147 +7,170 @@ import (
 	"github.com/k8sevents/otel-k8sevents/internal/k8sevent"
 )
 
-// The totals cache remembers, per Event object (uid, or namespace/name with
-// a cumulative count), the last cumulative count counted, so that a record
-// of a watched Event patched from 3 to 5 counts 2 occurrences. It holds
-// max_keys objects; the least recently seen is forgotten first.
+// The totals remember, per Event object a record names (its uid, or its
+// namespace and name with a cumulative count), the last cumulative count
+// counted, so that a record of a watched Event patched from 3 to 5 counts 2
+// occurrences and a resend counts none.
 //
-// Forgetting must never make the engine count an occurrence twice. A record
-// of an object the cache does not hold is either the first of a new object
-// (all its occurrences are new) or one of an object it forgot (only the
-// growth since it was forgotten is new, and that is unknown). The engine
-// remembers which objects it forgot in a Bloom filter of 4 × max_keys
-// objects (forgotten), and keeps a horizon of those the filter dropped in
-// turn (their latest first-occurrence time) and of all it forgot (their
-// latest occurrence time). Then:
+// They hold two generations of objects, each of up to totalsPerKey ×
+// max_keys objects: a record's object moves to the recent one; when the
+// recent one is full, the older one is forgotten and the recent one takes
+// its place. So at least the totalsPerKey × max_keys objects seen most
+// recently are remembered, exactly. Two Go maps, cleared and reused, rather
+// than an LRU: every record of the uid-per-occurrence shape is a new object,
+// and an LRU allocates an element for each.
 //
-//   - an object not in the filter whose Event was first observed after
-//     every object dropped from it (eventTime or firstTimestamp later than
-//     the horizon's first: the same object always states the same first
-//     time, so it cannot be one of them), or with nothing dropped yet, is
-//     new: all its occurrences count, exact;
-//   - else its latest occurrence is after every occurrence counted of a
-//     forgotten object: that occurrence at least is new, it counts 1;
-//   - else it counts 0.
-//
-// The bound on error: counts never exceed the occurrences (for records that
-// state their times honestly), and they are exact for every record whose
-// object is in the cache, and for an object seen for the first time unless
-// the filter mistakes it for a forgotten one (about 1 in 1,000 per full
-// generation, 2 in 1,000 with both full) or more than 4 × max_keys objects were forgotten since
-// an object first observed later than it. In particular the error is 0
-// while the Event objects seen fit in max_keys, and while each changing
-// Event sees fewer than max_keys other objects between two of its changes
-// (the cache is an LRU). Otherwise a record counts at most 1, and
-// Stats.UnprovenOccurrences adds what it stated beyond what was counted:
-// the most the counts may be short by. An upgrade from a snapshot before
-// version 6 (another hash) keeps this: see upgrade.
-type total struct {
-	count int64 // the latest cumulative count counted
-	first int64 // the Event's first occurrence, unix ns; unknownTime when its records do not state it
-	last  int64 // the latest occurrence its records showed
-	// oldHash: restored from a snapshot before version 6, it is held
-	// under fnvObjectHash until its object comes back (see upgrade).
-	oldHash bool
+// An object not remembered is new (all its occurrences count) or one
+// forgotten (only its growth since counts, and that is unknown). It is new
+// when nothing was forgotten yet, or when its record states a first
+// occurrence later than every forgotten object stated (the same object
+// always states the same first time). Otherwise it counts one occurrence: a
+// record stands for at least one, so a uid never seen is never taken for a
+// repeat, whatever passed before it; exact for a record of one occurrence.
+// The price is paid only for objects the totals no longer remember: a
+// resend of one without growth counts one too many, and a new object
+// stating a count of n with no provable first time counts n-1 too few
+// (Stats.Unproven counts such records, Stats.UnprovenOccurrences the n-1).
+type totals struct {
+	limit         int // objects per generation
+	recent, older map[uint64]total
+	// forgot: a generation was forgotten; forgotFirst is the latest first
+	// occurrence its objects stated (unknownTime: none stated one).
+	forgot      bool
+	forgotFirst int64
 }
 
-// horizon is what the engine knows of the objects the totals cache forgot.
-type horizon struct {
-	any   bool  // an object was dropped from the filter of forgotten ones
-	first int64 // the latest stated first occurrence among those (unknownTime: none)
-	last  int64 // the latest occurrence among all forgotten (unknownTime: none)
+type total struct {
+	count int64 // the latest cumulative count counted
+	first int64 // the object's first occurrence, unix ns; unknownTime when its records do not state it
 }
+
+// totalsPerKey is how many objects the totals remember at least, per
+// max_keys: a watched Event patched while that many others pass keeps
+// counting its growth exactly.
+const totalsPerKey = 4
 
 const unknownTime = math.MinInt64
 
 // clockSkew is how far ahead of the engine's clock a forgotten object's
-// times may raise the horizon: enough for an API server's clock to run
-// ahead of the collector's, while a record stamped years ahead cannot make
-// every later object look forgotten.
+// first time may raise forgotFirst: enough for an API server's clock to run
+// ahead of the collector's, while a record stamped years ahead cannot keep
+// every later object from being proven new.
 const clockSkew = int64(time.Minute)
+
+func newTotals(maxKeys int) totals {
+	return totals{limit: totalsPerKey * maxKeys, recent: map[uint64]total{}, older: map[uint64]total{},
+		forgotFirst: unknownTime}
+}
+
+// Len is the number of objects remembered.
+func (m *totals) Len() int { return len(m.recent) + len(m.older) }
+
+// get returns the object's total and where it is: in the recent
+// generation, in the older one, or (neither) not remembered.
+func (m *totals) get(key uint64) (t total, recent, older bool) {
+	if t, recent = m.recent[key]; !recent {
+		t, older = m.older[key]
+	}
+	return t, recent, older
+}
+
+// set remembers the object's total (get said where it was) in the recent
+// generation, forgetting the older one first if the recent one is full.
+func (m *totals) set(key uint64, t total, recent, older bool, now int64) {
+	if !recent {
+		if older {
+			delete(m.older, key)
+		}
+		if len(m.recent) >= m.limit {
+			m.rotate(now)
+		}
+	}
+	m.recent[key] = t
+}
+
+// rotate forgets the older generation: only the latest first time its
+// objects stated stays, no later than the clock allows.
+func (m *totals) rotate(now int64) {
+	limit := addCount(now, clockSkew)
+	for _, t := range m.older {
+		m.forgotFirst = max(m.forgotFirst, min(t.first, limit))
+	}
+	m.forgot = m.forgot || len(m.older) > 0
+	clear(m.older)
+	m.recent, m.older = m.older, m.recent
+}
+
+// isNew reports whether an object not remembered, whose records state
+// first as its first occurrence, is surely not one the totals forgot.
+func (m *totals) isNew(first int64) bool {
+	return !m.forgot || first != unknownTime && first > m.forgotFirst
+}
 
 // occurrences is how many new occurrences ev stands for: 1 for a record
 // that names no Event object, else the growth of its cumulative count (see
-// total).
+// totals).
 func (e *Engine) occurrences(ev *k8sevent.Event) int64 {
 	key, ok := objectHash(ev)
 	if !ok {
 		return 1
 	}
 	n := ev.Occurrences()
-	last := ev.LatestTime()
-	if last.IsZero() {
-		last = ev.Time
-	}
-	t, ok := e.totals.get(key)
-	if !ok && e.oldTotals > 0 {
-		t, ok = e.upgrade(ev, key)
-	}
-	if ok {
-		t.last = max(t.last, last.UnixNano())
-		if n <= t.count {
-			e.Stats.Unchanged++
-			return 0
-		}
-		delta := n - t.count
-		t.count = n
-		return delta
-	}
-	nt := total{count: n, first: unknownTime, last: last.UnixNano()}
-	if !ev.EventTime.IsZero() || !ev.FirstTimestamp.IsZero() {
-		nt.first = ev.FirstTime().UnixNano()
-	}
-	counted := e.provable(key, &nt)
-	e.totals.add(key, nt)
-	return counted
-}
-
-// upgrade finds the total of ev's object, not held under its hash, under
-// the hash a snapshot before version 6 knew it by (fnvObjectHash), and
-// moves it to its hash: an upgrade keeps counting a watched Event from
-// where it was. Only while such totals remain (oldTotals).
-func (e *Engine) upgrade(ev *k8sevent.Event, key uint64) (*total, bool) {
-	old := fnvObjectHash(ev)
-	t, ok := e.totals.get(old)
-	if !ok || !t.oldHash {
-		return nil, false
-	}
-	t.oldHash = false
-	e.oldTotals--
-	return e.totals.rekey(old, key), true
-}
-
-// provable is how many of the occurrences of an object not in the cache
-// are surely not counted yet.
-func (e *Engine) provable(key uint64, t *total) int64 {
-	var counted int64
+	t, recent, older := e.totals.get(key)
+	known := recent || older
+	counted := n - t.count
 	switch {
-	case (!e.forgot.any || (t.first != unknownTime && t.first > e.forgot.first)) && !e.filter.has(key):
-		return t.count
-	case t.last > e.forgot.last:
-		counted = 1
+	case known && n <= t.count:
+		e.Stats.Unchanged++
+		return 0
+	case known:
+	default:
+		t.first = unknownTime
+		if !ev.EventTime.IsZero() || !ev.FirstTimestamp.IsZero() {
+			t.first = ev.FirstTime().UnixNano()
+		}
+		if !e.totals.isNew(t.first) {
+			counted = 1
+			e.Stats.Unproven++
+			e.Stats.UnprovenOccurrences = addCount(e.Stats.UnprovenOccurrences, n-1)
+		}
 	}
-	e.Stats.Unproven++
-	e.Stats.UnprovenOccurrences = addCount(e.Stats.UnprovenOccurrences, t.count-counted)
+	t.count = n
+	e.totals.set(key, t, recent, older, e.now)
 	return counted
 }
 
-// forget moves an object the totals cache pushes out into the horizon.
-// One held under its old hash (see upgrade) goes straight into the
-// horizon's part known only by times: the filter is asked by today's hash.
-func (e *Engine) forget(key uint64, t *total) {
-	limit := addCount(e.now, clockSkew)
-	first := t.first
-	if first != unknownTime {
-		first = min(first, limit)
+// objectHash is what the totals know an Event object by: the 64-bit FNV-1a
+// hash of its key ("U" and its uid, or "N", its namespace, "/" and its
+// name), then of its cluster's name when known (not its uid: see
+// clusterFields). Fixed, not seeded: snapshots keep it. Two objects sharing
+// it would share a total, and the later one would count only its growth
+// past the other's count: fewer occurrences, never more; a sender choosing
+// a uid to meet another object's gains nothing it could not get by sending
+// that object's uid. ok is false for a record that names no Event object.
+func objectHash(ev *k8sevent.Event) (h uint64, ok bool) {
+	switch {
+	case ev.UID != "":
+		h = fnv64a(fnv64a(fnvOffset, "U"), ev.UID)
+	case ev.Name != "" && (ev.Count > 0 || ev.SeriesCount > 0):
+		h = fnv64a(fnv64a(fnv64a(fnv64a(fnvOffset, "N"), ev.ObjectNamespace()), "/"), ev.Name)
+	default:
+		return 0, false
 	}
-	if t.oldHash {
-		e.oldTotals--
-		e.forgot.any, e.forgot.first = true, max(e.forgot.first, first)
-	} else {
-		e.filter.add(key, first, &e.forgot)
+	if ev.Cluster.Name != "" {
+		h = fnv64a(fnv64a(h, "\x00"), ev.Cluster.Name)
 	}
-	e.forgot.last = max(e.forgot.last, min(t.last, limit))
+	return h, true
+}
+
+const fnvOffset, fnvPrime = 14695981039346656037, 1099511628211
+
+// fnv64a continues an FNV-1a hash over s (hash/fnv's, without a []byte).
+func fnv64a(h uint64, s string) uint64 {
+	for i := range len(s) {
+		h = (h ^ uint64(s[i])) * fnvPrime
+	}
+	return h
 }
 
 // addCount adds occurrences, saturating: a count never wraps negative.

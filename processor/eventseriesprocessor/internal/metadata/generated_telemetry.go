@@ -23,30 +23,31 @@ func Tracer(settings component.TelemetrySettings) trace.Tracer {
 // TelemetryBuilder provides an interface for components to report telemetry
 // as defined in metadata and user config.
 type TelemetryBuilder struct {
-	meter                                 metric.Meter
-	mu                                    sync.Mutex
-	registrations                         []metric.Registration
-	ProcessorEventseriesClampedRecords    metric.Int64Counter
-	ProcessorEventseriesCompressed        metric.Int64Counter
-	ProcessorEventseriesEvictions         metric.Int64Counter
-	ProcessorEventseriesFolded            metric.Int64Counter
-	ProcessorEventseriesHeartbeats        metric.Int64Counter
-	ProcessorEventseriesInvalidRecords    metric.Int64Counter
-	ProcessorEventseriesNonEventRecords   metric.Int64Counter
-	ProcessorEventseriesOccurrences       metric.Int64Counter
-	ProcessorEventseriesOpenEntries       metric.Int64Gauge
-	ProcessorEventseriesPendingRecords    metric.Int64Gauge
-	ProcessorEventseriesRecordsOut        metric.Int64Counter
-	ProcessorEventseriesRefusedRecords    metric.Int64Counter
-	ProcessorEventseriesResentBatches     metric.Int64Counter
-	ProcessorEventseriesRestoreDropped    metric.Int64Counter
-	ProcessorEventseriesSeriesFinished    metric.Int64Counter
-	ProcessorEventseriesSeriesStarted     metric.Int64Counter
-	ProcessorEventseriesSpamDropped       metric.Int64Counter
-	ProcessorEventseriesStateErrors       metric.Int64Counter
-	ProcessorEventseriesUnchangedRecords  metric.Int64Counter
-	ProcessorEventseriesUnfilteredRecords metric.Int64Counter
-	ProcessorEventseriesUnprovenRecords   metric.Int64Counter
+	meter                                   metric.Meter
+	mu                                      sync.Mutex
+	registrations                           []metric.Registration
+	ProcessorEventseriesClampedRecords      metric.Int64Counter
+	ProcessorEventseriesCompressed          metric.Int64Counter
+	ProcessorEventseriesEvictions           metric.Int64Counter
+	ProcessorEventseriesFolded              metric.Int64Counter
+	ProcessorEventseriesHeartbeats          metric.Int64Counter
+	ProcessorEventseriesInvalidRecords      metric.Int64Counter
+	ProcessorEventseriesNonEventRecords     metric.Int64Counter
+	ProcessorEventseriesOccurrences         metric.Int64Counter
+	ProcessorEventseriesOpenEntries         metric.Int64Gauge
+	ProcessorEventseriesPendingRecords      metric.Int64Gauge
+	ProcessorEventseriesRecordsOut          metric.Int64Counter
+	ProcessorEventseriesRefusedRecords      metric.Int64Counter
+	ProcessorEventseriesResentBatches       metric.Int64Counter
+	ProcessorEventseriesRestoreDropped      metric.Int64Counter
+	ProcessorEventseriesSeriesFinished      metric.Int64Counter
+	ProcessorEventseriesSeriesStarted       metric.Int64Counter
+	ProcessorEventseriesSpamDropped         metric.Int64Counter
+	ProcessorEventseriesStateErrors         metric.Int64Counter
+	ProcessorEventseriesStateVersionRefused metric.Int64Counter
+	ProcessorEventseriesUnchangedRecords    metric.Int64Counter
+	ProcessorEventseriesUnfilteredRecords   metric.Int64Counter
+	ProcessorEventseriesUnprovenRecords     metric.Int64Counter
 }
 
 // TelemetryBuilderOption applies changes to default builder.
@@ -186,6 +187,12 @@ func NewTelemetryBuilder(settings component.TelemetrySettings, options ...Teleme
 		metric.WithUnit("{errors}"),
 	)
 	errs = errors.Join(errs, err)
+	builder.ProcessorEventseriesStateVersionRefused, err = builder.meter.Int64Counter(
+		"otelcol_processor_eventseries_state_version_refused",
+		metric.WithDescription("Saved states of another snapshot version (written by another build) refused at start; the processor started empty. [Alpha]"),
+		metric.WithUnit("{states}"),
+	)
+	errs = errors.Join(errs, err)
 	builder.ProcessorEventseriesUnchangedRecords, err = builder.meter.Int64Counter(
 		"otelcol_processor_eventseries_unchanged_records",
 		metric.WithDescription("Records of a known Event uid whose cumulative count did not grow (a relist, a resend, an update of another field); nothing to count. [Alpha]"),
@@ -200,7 +207,7 @@ func NewTelemetryBuilder(settings component.TelemetrySettings, options ...Teleme
 	errs = errors.Join(errs, err)
 	builder.ProcessorEventseriesUnprovenRecords, err = builder.meter.Int64Counter(
 		"otelcol_processor_eventseries_unproven_records",
-		metric.WithDescription("Records of an Event uid the cumulative-count cache may have forgotten, counted as at most one occurrence each (never more than happened). [Alpha]"),
+		metric.WithDescription("Records of an Event object the processor no longer remembers and cannot prove new, counted as one occurrence each (one too many for a resend without growth, fewer than stated for a new object stating a count). [Alpha]"),
 		metric.WithUnit("{records}"),
 	)
 	errs = errors.Join(errs, err)

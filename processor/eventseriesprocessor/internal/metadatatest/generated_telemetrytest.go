@@ -305,6 +305,22 @@ func AssertEqualProcessorEventseriesStateErrors(t *testing.T, tt *componenttest.
 	metricdatatest.AssertEqual(t, want, got, opts...)
 }
 
+func AssertEqualProcessorEventseriesStateVersionRefused(t *testing.T, tt *componenttest.Telemetry, dps []metricdata.DataPoint[int64], opts ...metricdatatest.Option) {
+	want := metricdata.Metrics{
+		Name:        "otelcol_processor_eventseries_state_version_refused",
+		Description: "Saved states of another snapshot version (written by another build) refused at start; the processor started empty. [Alpha]",
+		Unit:        "{states}",
+		Data: metricdata.Sum[int64]{
+			Temporality: metricdata.CumulativeTemporality,
+			IsMonotonic: true,
+			DataPoints:  dps,
+		},
+	}
+	got, err := tt.GetMetric("otelcol_processor_eventseries_state_version_refused")
+	require.NoError(t, err)
+	metricdatatest.AssertEqual(t, want, got, opts...)
+}
+
 func AssertEqualProcessorEventseriesUnchangedRecords(t *testing.T, tt *componenttest.Telemetry, dps []metricdata.DataPoint[int64], opts ...metricdatatest.Option) {
 	want := metricdata.Metrics{
 		Name:        "otelcol_processor_eventseries_unchanged_records",
@@ -340,7 +356,7 @@ func AssertEqualProcessorEventseriesUnfilteredRecords(t *testing.T, tt *componen
 func AssertEqualProcessorEventseriesUnprovenRecords(t *testing.T, tt *componenttest.Telemetry, dps []metricdata.DataPoint[int64], opts ...metricdatatest.Option) {
 	want := metricdata.Metrics{
 		Name:        "otelcol_processor_eventseries_unproven_records",
-		Description: "Records of an Event uid the cumulative-count cache may have forgotten, counted as at most one occurrence each (never more than happened). [Alpha]",
+		Description: "Records of an Event object the processor no longer remembers and cannot prove new, counted as one occurrence each (one too many for a resend without growth, fewer than stated for a new object stating a count). [Alpha]",
 		Unit:        "{records}",
 		Data: metricdata.Sum[int64]{
 			Temporality: metricdata.CumulativeTemporality,

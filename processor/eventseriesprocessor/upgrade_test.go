@@ -1,0 +1,76 @@
+package eventseriesprocessor
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/component"
+	"go.opentelemetry.io/collector/component/componenttest"
+	"go.opentelemetry.io/collector/extension/xextension/storage"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata/metricdatatest"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+	"go.uber.org/zap/zaptest/observer"
+
+	"github.com/k8sevents/otel-k8sevents/processor/eventseriesprocessor/internal/metadata"
+	"github.com/k8sevents/otel-k8sevents/processor/eventseriesprocessor/internal/metadatatest"
+)
+
+// TestStateOfAnotherVersionIsRefused: a saved state whose snapshot
+// version is not this build's (an upgrade across versions) is refused
+// with a warning naming both versions and counted in
+// state_version_refused, not in state_errors; the processor starts empty
+// (the watched Event's next record counts its whole count, as the README
+// says) and saves a state of its own version, which the next start
+// restores.
+func TestStateOfAnotherVersionIsRefused(t *testing.T) {
+	dir := t.TempDir()
+	h, stop := fileStorage(t, dir)
+	r := startRun(t, h, nil)
+	r.feed(t, watched(), time.Now(), 1, 2)
+	require.NoError(t, r.p.Shutdown(context.Background()))
+	client, err := h[storageID].(storage.Extension).GetClient(context.Background(), component.KindProcessor,
+		component.NewID(metadata.Type), "")
+	require.NoError(t, err)
+	snap, err := client.Get(context.Background(), stateKey)
+	require.NoError(t, err)
+	at := 1 + int(snap[0]) // the version follows the magic string (a length byte, its bytes)
+	snap[at]++
+	require.NoError(t, client.Set(context.Background(), stateKey, snap))
+	require.NoError(t, client.Close(context.Background()))
+
+	cfg := createDefaultConfig()
+	id := storageID
+	cfg.Storage = &id
+	tel := componenttest.NewTelemetry()
+	defer func() { _ = tel.Shutdown(context.Background()) }()
+	set := metadatatest.NewSettings(tel)
+	core, logs := observer.New(zapcore.InfoLevel)
+	set.Logger = zap.New(core)
+	sink := &faultSink{}
+	p, err := newProcessor(set, cfg, sink, time.Now)
+	require.NoError(t, err)
+	require.NoError(t, p.Start(context.Background(), h))
+	(&run{p: p, sink: sink, tel: tel}).feed(t, watched(), time.Now(), 3)
+	require.NoError(t, p.Shutdown(context.Background()))
+
+	refused := logs.FilterMessageSnippet("Saved state of another snapshot version discarded").All()
+	require.Len(t, refused, 1)
+	assert.Equal(t, zapcore.WarnLevel, refused[0].Level)
+	assert.Contains(t, refused[0].ContextMap()["error"], "this build reads version")
+	metadatatest.AssertEqualProcessorEventseriesStateVersionRefused(t, tel, []metricdata.DataPoint[int64]{{Value: 1}},
+		metricdatatest.IgnoreTimestamp())
+	_, err = tel.GetMetric("otelcol_processor_eventseries_state_errors")
+	assert.Error(t, err, "an upgrade is not a state error")
+	assert.Equal(t, int64(3), sum(seriesWritten(t, sink)), "started empty: the watched Event's whole count")
+
+	again := startRun(t, h, nil)
+	again.feed(t, watched(), time.Now(), 4)
+	require.NoError(t, again.p.Shutdown(context.Background()))
+	assert.Equal(t, int64(1), again.p.engine.Stats.Occurrences, "this build's state restored: 3 to 4 is one occurrence")
+	stop()
+}
