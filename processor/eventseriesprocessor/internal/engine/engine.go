@@ -343,8 +343,8 @@ func (e *Engine) newState(l *layout, ev *k8sevent.Event, t int64, h uint64) *sta
 	// and the count of states made, joined by the hash, not in a string.
 	e.madeDigits()
 	e.buf = slices.Grow(e.buf, len(ev.Regarding.Name)+64) // the name cannot move the key it reads
-	e.buf = k8sevent.AppendGeneratedName(e.buf, ev.Regarding.Name, time.Unix(0, t),
-		nameKey(borrow(e.buf[:keyLen])), borrow(e.numBuf))
+	e.buf = append(e.buf, k8sevent.GenerateName(ev.Regarding.Name, time.Unix(0, t),
+		nameKey(borrow(e.buf[:keyLen]))+string(e.numBuf))...)
 	all := string(e.buf)
 	packed := all[:packedLen]
 	st := e.statePool.get()

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"encoding/binary"
+	"runtime"
 	"slices"
 	"strings"
 	"unsafe"
@@ -255,6 +256,10 @@ func (l *layout) check(packed string) (keyLen int, ok bool) {
 	return keyLen, s == ""
 }
 
+// unalignedLoads: this processor loads and stores words at any address.
+const unalignedLoads = runtime.GOARCH == "amd64" || runtime.GOARCH == "arm64" || runtime.GOARCH == "ppc64le" ||
+	runtime.GOARCH == "s390x" || runtime.GOARCH == "386"
+
 // appendFields appends the fields of ev at these offsets, each length
 // prefixed. It runs for every key of every record, so it grows buf at
 // most once, to room for fields of up to 127 bytes (a one-byte prefix),
@@ -266,7 +271,7 @@ func (l *layout) check(packed string) (keyLen int, ok bool) {
 // path.
 func appendFields(buf []byte, ev *k8sevent.Event, offsets []uintptr) []byte {
 	at := len(buf)
-	if len(offsets) == 0 || !k8sevent.UnalignedLoads {
+	if len(offsets) == 0 || !unalignedLoads {
 		return appendLongFields(buf, unsafe.Pointer(ev), offsets)
 	}
 	buf = slices.Grow(buf, len(offsets)*0x80)
