@@ -47,9 +47,7 @@ type eventSeriesProcessor struct {
 	watermark  int64
 	pending    outbox // decided, not yet taken by next
 	reported   engine.Stats
-	enc        k8sevent.StateEncoder // of the records decided (output)
-	marks      []bool                // output.deferFrom's, reused
-	sanitizer  k8sevent.Sanitizer    // of the records observed
+	marks      []bool // output.deferFrom's, reused
 	logRate    *ratelog.Limiter[k8sevent.Problem]
 	refusalLog *ratelog.Limiter[string]
 	timerAt    int64         // deadline the goroutine waits for; 0 when none
@@ -212,7 +210,7 @@ func (p *eventSeriesProcessor) ConsumeLogs(ctx context.Context, ld plog.Logs) er
 // observe decides the batch's records at the processing clock wall; the
 // caller holds p.mu and the turn.
 func (p *eventSeriesProcessor) observe(ctx context.Context, ld plog.Logs, wall int64) output {
-	out := newOutput(p.cfg.Mode == modeLegacy, &p.enc)
+	out := newOutput(p.cfg.Mode == modeLegacy)
 	var counts problemCounts
 	batchNow := wall
 	if p.eventTime {
@@ -262,7 +260,7 @@ func (p *eventSeriesProcessor) observe(ctx context.Context, ld plog.Logs, wall i
 				if p.eventTime {
 					now = p.eventNow(ev.Time.UnixNano(), limit, &counts)
 				}
-				repaired, fatal := p.sanitizer.Sanitize(&ev, time.Unix(0, now))
+				repaired, fatal := k8sevent.Sanitize(&ev, time.Unix(0, now))
 				problems |= resProblems | repaired
 				if fatal != 0 {
 					// An Event record that cannot be made valid is dropped
@@ -326,7 +324,7 @@ func (p *eventSeriesProcessor) eventNow(t, limit int64, c *problemCounts) int64 
 
 // timerRecords makes the records of emissions no input carries; the caller holds p.mu.
 func (p *eventSeriesProcessor) timerRecords(ems []engine.Emission) output {
-	out := newOutput(p.cfg.Mode == modeLegacy, &p.enc)
+	out := newOutput(p.cfg.Mode == modeLegacy)
 	for i := range ems {
 		out.emitTimer(&ems[i])
 	}
