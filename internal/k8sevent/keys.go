@@ -21,12 +21,11 @@ const (
 	AttrObjectFieldPath   = "k8s.object.fieldpath"
 	AttrObjectResourceVer = "k8s.object.resource_version"
 	AttrSourceComponent   = "k8s.event.source.component"
-	// AttrSourceHost is the legacy source host (core/v1 source.host). It
-	// was k8s.node.name, as contrib's k8s_events receiver writes it on the
-	// resource; that key now names the regarding Node on the resource of
-	// emitted records (PutIdentity), and is still read as the source host
-	// where a map holds no k8s.event.source.host (contrib, older records
-	// and recorders).
+	// AttrSourceHost is the legacy source host (core/v1 source.host).
+	// contrib's k8s_events receiver writes it as k8s.node.name on the
+	// resource, which names the regarding Node on the resource of emitted
+	// records (PutIdentity): k8s.node.name is read as the source host only
+	// where a map holds no k8s.event.source.host.
 	AttrSourceHost          = "k8s.event.source.host"
 	AttrNodeName            = "k8s.node.name"
 	AttrReportingController = "k8s.event.reporting_controller"

@@ -17,7 +17,8 @@ const MicroTimeFormat = "2006-01-02T15:04:05.000000Z07:00"
 type DecodeOptions struct {
 	// SkipTimes leaves the timestamp attributes (first/last, event time,
 	// series last observed) unparsed; the record timestamp is always read.
-	// The processor tracks its own times and skips this cost on its hot path.
+	// The processor tracks its own times and reads them only where a
+	// record has no timestamp.
 	SkipTimes bool
 }
 

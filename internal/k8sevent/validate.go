@@ -77,9 +77,8 @@ func (p Problem) String() string {
 }
 
 // isDNS1123Label is validation.IsDNS1123Label's rule, which a namespace
-// name follows, without its regular expression: Sanitize checks every
-// record's namespace, and the expression cost more than the rest of a
-// record's decisions.
+// name follows, without its regular expression, which Sanitize would run
+// on every record.
 func isDNS1123Label(s string) bool {
 	return len(s) <= validation.DNS1123LabelMaxLength && isLabelText(s)
 }
@@ -247,10 +246,6 @@ var knownTypes = [...]string{TypeNormal, TypeWarning, TypeError, TypeCritical}
 // canonicalType is t spelled as knownTypes spell it, in any case; any other
 // type (empty, unknown) is Normal, as client-go's recorders treat it.
 func canonicalType(t string) string {
-	switch t { // as written, nearly always: no case folding
-	case TypeNormal, TypeWarning, TypeError, TypeCritical:
-		return t
-	}
 	for _, k := range knownTypes {
 		if strings.EqualFold(t, k) {
 			return k

@@ -19,8 +19,8 @@ import (
 //
 // The processor declares MutatesData: input records, and the resource of
 // each input ResourceLogs the first time one of its records goes out, are
-// moved into the output, not copied (copying was most of the allocations
-// of a record that opens a series). Every input record goes out at most
+// moved into the output, not copied (a copy allocates every value
+// again). Every input record goes out at most
 // once (the engine makes at most one emission of the record it observes),
 // so a record is never needed after it moved. A resource may be needed
 // again (records of one ResourceLogs split by timer records, or some
