@@ -29,6 +29,9 @@ func EncodeEmitted(lr plog.LogRecord, ev *Event, problems Problem, st *State) {
 		seen.add(i)
 		return false
 	})
+	// Grown once, not per key: the source host, the namespace, the name
+	// and the state's keys may be appended.
+	attrs.EnsureCapacity(attrs.Len() + 3 + st.keys())
 	if putsHost(ev) {
 		keepStr(attrs, AttrSourceHost, ev.SourceHost)
 	}

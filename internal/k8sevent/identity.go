@@ -1,6 +1,7 @@
 package k8sevent
 
 import (
+	"math/bits"
 	"slices"
 	"strings"
 
@@ -170,6 +171,7 @@ func OwnResource(attrs pcommon.Map, ref ObjectRef, owned KeySet, dupKeys bool) {
 		}
 		return true // another object's identity
 	})
+	attrs.EnsureCapacity(attrs.Len() + len(id) - bits.OnesCount16(kept)) // grown once, not per key
 	for j, kv := range id {
 		if kept&(1<<j) == 0 {
 			attrs.PutStr(kv.key, kv.value)

@@ -49,7 +49,22 @@ func EncodeState(lr plog.LogRecord, st *State) {
 	attrs := lr.Attributes()
 	keepStr(attrs, AttrEventName, st.Name)
 	stateKeySet.Remove(attrs)
+	attrs.EnsureCapacity(attrs.Len() + st.keys()) // grown once, not per key
 	putState(attrs, st)
+}
+
+// keys is how many keys putState appends for st.
+func (st *State) keys() int {
+	switch {
+	case st.SeriesState == "" && st.Aggregated:
+		return 5 // new occurrences, count, first and last timestamp, aggregated
+	case st.SeriesState == "":
+		return 4
+	case st.SeriesState == StateSingleton:
+		return 3 // new occurrences, state, event time
+	default:
+		return 5 // and series count, last observed time
+	}
 }
 
 // putState appends st's keys (the fields of its mode only) to attrs, which
