@@ -41,7 +41,6 @@ func BenchmarkDecodeSanitize(b *testing.B) {
 	}
 	opts := k8sevent.DecodeOptions{SkipTimes: true}
 	now := time.Unix(1_772_000_000, 0)
-	var sanitizer k8sevent.Sanitizer // as the processor keeps one
 	b.ReportAllocs()
 	for range b.N {
 		rls := ld.ResourceLogs()
@@ -50,7 +49,7 @@ func BenchmarkDecodeSanitize(b *testing.B) {
 			var ev k8sevent.Event
 			_, _ = k8sevent.DecodeAttributes(rl.Resource().Attributes(), &ev, opts)
 			_, _ = k8sevent.DecodeRecord(rl.ScopeLogs().At(0).LogRecords().At(0), &ev, opts)
-			if _, fatal := sanitizer.Sanitize(&ev, now); fatal != 0 {
+			if _, fatal := k8sevent.Sanitize(&ev, now); fatal != 0 {
 				b.Fatal(fatal)
 			}
 		}

@@ -2,7 +2,10 @@ package k8sevent_test
 
 import (
 	"math/rand/v2"
+	"slices"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/pdata/pcommon"
@@ -24,10 +27,8 @@ type randomEmitCase struct {
 func newRandomEmitCase(t *testing.T, rng *rand.Rand) randomEmitCase {
 	values := []string{"node-1", "web-0", "shop", "", "x"}
 	other := []string{"service.name", "k8s.pod.name", "k8s.pod.uid", "k8s.container.name", "k8s.deployment.name"}
-	// Keys outside the contract appear once: EncodeRepairs' removal of
-	// the Event namespace moves the last attribute into its place, which
-	// may put a later copy of such a key first (the one a reader sees);
-	// EncodeEmitted keeps the input's order.
+	// Keys outside the contract appear once: a removal of a repaired
+	// field moves the last attribute into its place (pcommon.Map.Remove).
 	pick := func(n int) [][2]string {
 		var kvs [][2]string
 		used := map[string]bool{}
@@ -69,56 +70,107 @@ func recordWith(t *testing.T, kvs ...[2]string) plog.LogRecord {
 	return lr
 }
 
-// TestEncodeEmittedWritesAsRepairsThenState: the one-pass writer of an
-// emitted record leaves the record as EncodeRepairs then Encode do, and the
-// resource, after OwnResource, as the owned keys' removal, DropDuplicateKeys
-// and PutIdentity do, on random records and resources: the same keys and
-// values, each key once, also when the source host moved from the
-// resource's k8s.node.name.
-func TestEncodeEmittedWritesAsRepairsThenState(t *testing.T) {
+// TestEmittedResourceIsOwnedKeysRemovedThenIdentity: OwnResource's one
+// pass leaves a resource exactly as its three steps do one after the other
+// (the owned keys removed, with dupKeys every later copy of a contract key,
+// then PutIdentity): the same keys, values and order, on random resources.
+func TestEmittedResourceIsOwnedKeysRemovedThenIdentity(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 6))
-	moved := 0
 	for i := range 3000 {
 		c := newRandomEmitCase(t, rng)
-		oldRes, oldRec := resourceWith(t, c.res...), recordWith(t, c.rec...)
-		k8sevent.EncodeRepairs(oldRec, &c.ev, c.problems)
-		k8sevent.EncodeState(oldRec, &c.st)
-		k8sevent.OwnedKeySet.Remove(oldRes)
-		if c.problems&k8sevent.ProblemDuplicateKey != 0 {
-			k8sevent.DropDuplicateKeys(oldRes)
-		}
-		k8sevent.PutIdentity(oldRes, c.ev.Regarding)
-
-		newRes, newRec := resourceWith(t, c.res...), recordWith(t, c.rec...)
-		var enc k8sevent.StateEncoder
 		dupKeys := c.problems&k8sevent.ProblemDuplicateKey != 0
-		if i%2 == 0 {
-			if movesHost(newRes, &c.ev) {
-				moved++
-			}
-			enc.EncodeEmittedOwn(newRec, &c.ev, c.problems, &c.st, newRes, dupKeys)
-		} else {
-			enc.EncodeEmitted(newRec, &c.ev, c.problems, &c.st)
-			k8sevent.OwnResource(newRes, c.ev.Regarding, k8sevent.OwnedKeySet, dupKeys)
+		steps, one := resourceWith(t, c.res...), resourceWith(t, c.res...)
+		k8sevent.OwnedKeySet.Remove(steps)
+		if dupKeys {
+			k8sevent.DropDuplicateKeys(steps)
 		}
-
-		require.Equal(t, firstCopies(oldRec.Attributes()), firstCopies(newRec.Attributes()), "record, case %d: %+v", i, c)
-		require.Equal(t, oldRec.Attributes().Len(), newRec.Attributes().Len(), "record keys once, case %d", i)
-		require.Equal(t, oldRec.Body().AsRaw(), newRec.Body().AsRaw())
-		require.Equal(t, oldRec.SeverityText(), newRec.SeverityText())
-		require.Equal(t, oldRec.Timestamp(), newRec.Timestamp())
-		require.Equal(t, oldRec.EventName(), newRec.EventName())
-		require.Equal(t, firstCopies(oldRes), firstCopies(newRes), "resource, case %d: %+v", i, c)
-		require.Equal(t, oldRes.Len(), newRes.Len(), "resource keys once, case %d", i)
+		k8sevent.PutIdentity(steps, c.ev.Regarding)
+		k8sevent.OwnResource(one, c.ev.Regarding, k8sevent.OwnedKeySet, dupKeys)
+		require.Equal(t, inOrder(steps), inOrder(one), "case %d: %+v", i, c)
 	}
-	require.Positive(t, moved, "some cases moved the source host from the resource")
 }
 
-// movesHost reports whether EncodeEmittedOwn moves ev's source host from
-// res: the record's host, not a Node's, in res's first k8s.node.name.
-func movesHost(res pcommon.Map, ev *k8sevent.Event) bool {
-	v, ok := res.Get(k8sevent.AttrNodeName)
-	return ok && ev.SourceHost != "" && v.Str() == ev.SourceHost && ev.Regarding.Kind != "Node"
+// TestEncodeEmittedWritesTheRepairsAndTheState: on random records, an
+// emitted record reads as the input did but for what the processor
+// decided: its name and state (in the fields of its mode only), the
+// repaired fields, the source host and the Event's own namespace. Every
+// key outside the contract stays (in order, unless a repaired field was
+// removed), and with a duplicate key reported every contract key is there
+// once.
+func TestEncodeEmittedWritesTheRepairsAndTheState(t *testing.T) {
+	rng := rand.New(rand.NewPCG(14, 26))
+	for i := range 4000 {
+		c := newRandomEmitCase(t, rng)
+		c.ev.Time = time.Unix(0, c.st.Last)
+		in, out := recordWith(t, c.rec...), recordWith(t, c.rec...)
+		k8sevent.EncodeEmitted(out, &c.ev, c.problems, &c.st)
+
+		var want, got k8sevent.Event
+		_, _ = k8sevent.DecodeAttributes(in.Attributes(), &want, k8sevent.DecodeOptions{})
+		problems, _ := k8sevent.DecodeAttributes(out.Attributes(), &got, k8sevent.DecodeOptions{})
+		applyDecided(&want, &c)
+		require.Equal(t, want, got, "case %d: %+v", i, c)
+		kept, wantKept := notContract(out.Attributes()), notContract(in.Attributes())
+		if c.problems&(k8sevent.ProblemLongField|k8sevent.ProblemBadController) != 0 {
+			slices.Sort(kept) // removing a dropped field moves the last key into its place
+			slices.Sort(wantKept)
+		}
+		require.Equal(t, wantKept, kept, "case %d", i)
+		if c.problems&k8sevent.ProblemDuplicateKey != 0 {
+			require.Zero(t, problems&k8sevent.ProblemDuplicateKey, "case %d: %v", i, inOrder(out.Attributes()))
+		}
+		require.Equal(t, k8sevent.EventName, out.EventName())
+		wantNote, wantType, wantTime := "", "", pcommon.Timestamp(0)
+		if c.problems&k8sevent.ProblemLongNote != 0 {
+			wantNote = c.ev.Note
+		}
+		if c.problems&k8sevent.ProblemBadType != 0 {
+			wantType = c.ev.Type
+		}
+		if c.problems&k8sevent.ProblemZeroTime != 0 {
+			wantTime = pcommon.NewTimestampFromTime(c.ev.Time)
+		}
+		require.Equal(t, wantNote, out.Body().Str())
+		require.Equal(t, wantType, out.SeverityText())
+		require.Equal(t, wantTime, out.Timestamp())
+	}
+}
+
+// applyDecided is what EncodeEmitted changes in the Event an input
+// record's attributes decode to.
+func applyDecided(ev *k8sevent.Event, c *randomEmitCase) {
+	ev.Name, ev.UID, ev.SourceHost, ev.Namespace = c.st.Name, "", c.ev.SourceHost, ""
+	if c.ev.Namespace != c.ev.Regarding.Namespace {
+		ev.Namespace = c.ev.Namespace
+	}
+	if c.problems&(k8sevent.ProblemLongField|k8sevent.ProblemBadController) != 0 {
+		ev.Reason, ev.Action = c.ev.Reason, c.ev.Action
+		ev.ReportingController, ev.ReportingInstance = c.ev.ReportingController, c.ev.ReportingInstance
+	}
+	ev.Count, ev.SeriesCount, ev.SeriesState, ev.Aggregated = 0, 0, "", false
+	ev.FirstTimestamp, ev.LastTimestamp, ev.EventTime, ev.SeriesLastObservedTime = time.Time{}, time.Time{}, time.Time{}, time.Time{}
+	ev.NewOccurrences = c.st.NewOccurrences
+	first, last := time.Unix(0, c.st.First).UTC(), time.Unix(0, c.st.Last).UTC()
+	switch c.st.SeriesState {
+	case "":
+		ev.Count, ev.FirstTimestamp, ev.LastTimestamp, ev.Aggregated = c.st.Count, first, last, c.st.Aggregated
+	case k8sevent.StateSingleton:
+		ev.SeriesState, ev.EventTime = c.st.SeriesState, first.Truncate(time.Microsecond)
+	default:
+		ev.SeriesState, ev.EventTime = c.st.SeriesState, first.Truncate(time.Microsecond)
+		ev.SeriesCount, ev.SeriesLastObservedTime = c.st.Count, last.Truncate(time.Microsecond)
+	}
+}
+
+// notContract is m's keys outside the contract, with their values, in order.
+func notContract(m pcommon.Map) []string {
+	var out []string
+	for _, kv := range inOrder(m) {
+		if !slices.Contains(k8sevent.ContractKeys[:], strings.SplitN(kv, "=", 2)[0]) {
+			out = append(out, kv)
+		}
+	}
+	return out
 }
 
 // firstCopies is what a reader of m sees (pcommon.Map.Get): the first
@@ -142,52 +194,6 @@ func TestIsIdentityKeyIsIdentityKeys(t *testing.T) {
 		require.False(t, k8sevent.IsIdentityKey(k[:len(k)-1]), k[:len(k)-1])
 	}
 	require.False(t, k8sevent.IsIdentityKey("service.name"))
-}
-
-// TestEncodeEmittedOwnIsTheReference: on random records and resources
-// (newRandomEmitCase) the writers leave the record and the resource
-// exactly as the previous code did (ReferenceEncodeEmitted with the
-// resource, then OwnResource as it was): every key, value and copy, in
-// order, and the record's own fields.
-func TestEncodeEmittedOwnIsTheReference(t *testing.T) {
-	rng := rand.New(rand.NewPCG(14, 26))
-	var moved, own int
-	for i := range 4000 {
-		c := newRandomEmitCase(t, rng)
-		if rng.IntN(2) == 0 { // copies of k8s.node.name, the host in one of them or none
-			hosts := []string{"node-1", "node-2", ""}
-			for range 1 + rng.IntN(3) {
-				at := rng.IntN(len(c.res) + 1)
-				kv := [2]string{k8sevent.AttrNodeName, hosts[rng.IntN(len(hosts))]}
-				c.res = append(c.res[:at], append([][2]string{kv}, c.res[at:]...)...)
-			}
-			c.ev.SourceHost = hosts[rng.IntN(len(hosts))]
-		}
-		dupKeys := rng.IntN(2) == 0 // as the processor says it, or not: OwnResource takes either
-		oldRes, oldRec := resourceWith(t, c.res...), recordWith(t, c.rec...)
-		newRes, newRec := resourceWith(t, c.res...), recordWith(t, c.rec...)
-		var enc k8sevent.StateEncoder
-		if i%4 == 0 {
-			k8sevent.ReferenceEncodeEmitted(oldRec, &c.ev, c.problems, &c.st, nil)
-			enc.EncodeEmitted(newRec, &c.ev, c.problems, &c.st)
-		} else {
-			own++
-			if movesHost(oldRes, &c.ev) {
-				moved++
-			}
-			k8sevent.ReferenceEncodeEmitted(oldRec, &c.ev, c.problems, &c.st, &oldRes)
-			k8sevent.ReferenceOwnResource(oldRes, c.ev.Regarding, k8sevent.OwnedKeySet, dupKeys)
-			enc.EncodeEmittedOwn(newRec, &c.ev, c.problems, &c.st, newRes, dupKeys)
-		}
-		require.Equal(t, inOrder(oldRec.Attributes()), inOrder(newRec.Attributes()), "record, case %d: %+v", i, c)
-		require.Equal(t, inOrder(oldRes), inOrder(newRes), "resource, case %d: %+v", i, c)
-		require.Equal(t, oldRec.Body().AsRaw(), newRec.Body().AsRaw())
-		require.Equal(t, oldRec.SeverityText(), newRec.SeverityText())
-		require.Equal(t, oldRec.SeverityNumber(), newRec.SeverityNumber())
-		require.Equal(t, oldRec.Timestamp(), newRec.Timestamp())
-		require.Equal(t, oldRec.EventName(), newRec.EventName())
-	}
-	require.Greater(t, moved, 50, "enough of the %d cases with a resource moved the source host from it", own)
 }
 
 // inOrder is m's keys, types and values in order, repeats included.

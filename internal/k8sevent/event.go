@@ -119,7 +119,7 @@ func (e *Event) ObjectNamespace() string {
 // LatestTime is the latest occurrence the Event records: series
 // lastObservedTime, else lastTimestamp, else eventTime, else firstTimestamp.
 func (e *Event) LatestTime() time.Time {
-	switch { // a switch, not a loop over a slice of the four: this runs on every record
+	switch {
 	case !e.SeriesLastObservedTime.IsZero():
 		return e.SeriesLastObservedTime
 	case !e.LastTimestamp.IsZero():

@@ -21,12 +21,11 @@ const (
 	AttrObjectFieldPath   = "k8s.object.fieldpath"
 	AttrObjectResourceVer = "k8s.object.resource_version"
 	AttrSourceComponent   = "k8s.event.source.component"
-	// AttrSourceHost is the legacy source host (core/v1 source.host). It
-	// was k8s.node.name, as contrib's k8s_events receiver writes it on the
-	// resource; that key now names the regarding Node on the resource of
-	// emitted records (PutIdentity), and is still read as the source host
-	// where a map holds no k8s.event.source.host (contrib, older records
-	// and recorders).
+	// AttrSourceHost is the legacy source host (core/v1 source.host).
+	// contrib's k8s_events receiver writes it as k8s.node.name on the
+	// resource, which names the regarding Node on the resource of emitted
+	// records (PutIdentity): k8s.node.name is read as the source host only
+	// where a map holds no k8s.event.source.host.
 	AttrSourceHost          = "k8s.event.source.host"
 	AttrNodeName            = "k8s.node.name"
 	AttrReportingController = "k8s.event.reporting_controller"
@@ -74,178 +73,36 @@ const (
 // conventions identify events. Records without it are read all the same.
 const EventName = "k8s.event"
 
-// contractKey indexes the contract's attribute keys (ContractKeys).
-type contractKey int
-
-const (
-	keyEventName contractKey = iota
-	keyEventUID
-	keyEventNamespace
-	keyReason
-	keyAction
-	keyNamespace
-	keyObjectKind
-	keyObjectName
-	keyObjectUID
-	keyObjectAPIVersion
-	keyObjectFieldPath
-	keyObjectResourceVer
-	keySourceComponent
-	keyNodeName
-	keySourceHost
-	keyReportingController
-	keyReportingInstance
-	keyRelatedKind
-	keyRelatedName
-	keyRelatedNamespace
-	keyRelatedUID
-	keyRelatedAPIVersion
-	keyRelatedFieldPath
-	keyRelatedResourceVer
-	keyCount
-	keySeriesCount
-	keySeriesState
-	keyAggregated
-	keyFirstTimestamp
-	keyLastTimestamp
-	keyEventTime
-	keySeriesLastObserved
-	keyStartTime
-	keyNewOccurrences
-	keyClusterName
-	keyClusterUID
-	numContractKeys
-)
-
-// ContractKeys are every attribute key the codec reads, indexed by
-// contractKey: the one list a fuzzer or a writer that must strip them uses.
-var ContractKeys = [numContractKeys]string{
-	AttrEventName,
-	AttrEventUID,
-	AttrEventNamespace,
-	AttrReason,
-	AttrAction,
-	AttrNamespace,
-	AttrObjectKind,
-	AttrObjectName,
-	AttrObjectUID,
-	AttrObjectAPIVersion,
-	AttrObjectFieldPath,
-	AttrObjectResourceVer,
-	AttrSourceComponent,
-	AttrNodeName,
-	AttrSourceHost,
-	AttrReportingController,
-	AttrReportingInstance,
-	AttrRelatedKind,
-	AttrRelatedName,
-	AttrRelatedNamespace,
-	AttrRelatedUID,
-	AttrRelatedAPIVersion,
-	AttrRelatedFieldPath,
-	AttrRelatedResourceVer,
-	AttrCount,
-	AttrSeriesCount,
-	AttrSeriesState,
-	AttrAggregated,
-	AttrFirstTimestamp,
-	AttrLastTimestamp,
-	AttrEventTime,
-	AttrSeriesLastObserved,
-	AttrStartTime,
-	AttrNewOccurrences,
-	AttrClusterName,
-	AttrClusterUID,
+// ContractKeys are every attribute key the codec reads: the one list a
+// fuzzer or a writer that must strip them uses. A key's place in it is its
+// bit in a KeySet.
+var ContractKeys = [...]string{
+	AttrEventName, AttrEventUID, AttrEventNamespace, AttrReason, AttrAction, AttrNamespace,
+	AttrObjectKind, AttrObjectName, AttrObjectUID, AttrObjectAPIVersion, AttrObjectFieldPath,
+	AttrObjectResourceVer, AttrSourceComponent, AttrNodeName, AttrSourceHost, AttrReportingController,
+	AttrReportingInstance, AttrRelatedKind, AttrRelatedName, AttrRelatedNamespace, AttrRelatedUID,
+	AttrRelatedAPIVersion, AttrRelatedFieldPath, AttrRelatedResourceVer, AttrCount, AttrSeriesCount,
+	AttrSeriesState, AttrAggregated, AttrFirstTimestamp, AttrLastTimestamp, AttrEventTime,
+	AttrSeriesLastObserved, AttrStartTime, AttrNewOccurrences, AttrClusterName, AttrClusterUID,
 }
 
-// keyIndex is k's place in ContractKeys, or -1 for a key outside the
-// contract. Every attribute of every record is looked up: a table indexed
-// by a hash of the length and two bytes, which no two contract keys share
-// (keyTable panics at start otherwise), then one compare.
-// DecodeAttributes, the hottest caller, compares words in place instead.
-func keyIndex(k string) contractKey {
-	if len(k) < minKeyLen {
-		return -1
+var contractKeyIndex = func() map[string]int {
+	m := make(map[string]int, len(ContractKeys))
+	for i, k := range ContractKeys {
+		m[k] = i
 	}
-	if e := &keyTable[keySlot(k)]; int(e.n) == len(k) && e.name == k {
-		return e.key
+	return m
+}()
+
+// keyIndex is k's place in ContractKeys, or -1 for a key outside the contract.
+func keyIndex(k string) int {
+	if i, ok := contractKeyIndex[k]; ok {
+		return i
 	}
 	return -1
 }
 
-// The shortest and longest contract keys (keyTable checks every key is
-// inside them): keySlot reads k[len(k)-4], DecodeAttributes whole words,
-// of a key of a slot's length only.
-const (
-	minKeyLen = 13
-	maxKeyLen = 40
-)
-
-func keySlot(k string) int {
-	return (len(k)*5 + int(k[len(k)-1])*3 + int(k[len(k)-4])) & (keyTableSize - 1)
-}
-
-const keyTableSize = 128
-
-// keyEntry is a contract key in keyTable, with its bytes as words at 0, 8,
-// 16 and 24, or at its last 8 where a word would pass its end, and its
-// last 8: what DecodeAttributes compares, with no call and no branch.
-type keyEntry struct {
-	words [5]uint64
-	name  string
-	n     uint8    // len(name); 0 in an empty slot
-	at    [3]uint8 // where words 1 to 3 start: min(8, 16 or 24, n-8), so a decoder computes no offset
-	ident int8     // its identity slot (identitySlot), or -1
-	other int8     // its place in a decoder's others (otherSlot), or -1 for one of stringKeys
-	key   contractKey
-	field uintptr // one of stringKeys: where its string field sits in an Event (stringOffsets)
-}
-
-var keyTable = func() (t [keyTableSize]keyEntry) {
-	for i, k := range ContractKeys {
-		if len(k) < minKeyLen || len(k) > maxKeyLen {
-			panic("k8sevent: contract key " + k + " is outside minKeyLen and maxKeyLen")
-		}
-		e := &t[keySlot(k)]
-		if e.n != 0 {
-			panic("k8sevent: contract keys " + ContractKeys[e.key] + " and " + k + " share a slot of keyTable")
-		}
-		e.name, e.n, e.key, e.ident = k, uint8(len(k)), contractKey(i), int8(identitySlot(k))
-		e.other, e.field = otherSlot[i], stringOffsets[i]
-		for w := range e.words {
-			e.words[w] = keyWord(k, min(8*w, len(k)-8)) // a short key's last words repeat its last 8 bytes
-		}
-		for w := range e.at {
-			e.at[w] = uint8(min(8*(w+1), len(k)-8))
-		}
-	}
-	return t
-}()
-
-// DropDuplicateKeys removes every copy of a contract key after the first,
-// the copy DecodeAttributes reads.
-func DropDuplicateKeys(attrs pcommon.Map) {
-	var seen uint64
-	attrs.RemoveIf(func(k string, _ pcommon.Value) bool {
-		i := keyIndex(k)
-		if i < 0 {
-			return false
-		}
-		dup := seen&(1<<i) != 0
-		seen |= 1 << i
-		return dup
-	})
-}
-
-// RemoveKeys removes every copy of the given keys (pcommon.Map.Remove
-// removes only the first, and a second copy would then be read).
-func RemoveKeys(attrs pcommon.Map, keys []string) {
-	attrs.RemoveIf(func(k string, _ pcommon.Value) bool { return slices.Contains(keys, k) })
-}
-
-// KeySet is a set of contract keys, for removing them in one pass with
-// one table lookup per attribute (RemoveKeys compares each attribute with
-// every key it is given).
+// KeySet is a set of contract keys, one bit each.
 type KeySet uint64
 
 // NewKeySet is the set of keys, every one of which must be a contract key.
@@ -256,18 +113,38 @@ func NewKeySet(keys ...string) KeySet {
 		if i < 0 {
 			panic("k8sevent: " + k + " is not a contract key")
 		}
-		s |= 1 << i
+		s.add(i)
 	}
 	return s
 }
 
+func (s KeySet) has(i int) bool { return i >= 0 && s&(1<<i) != 0 }
+func (s *KeySet) add(i int)     { *s |= 1 << i }
+
 // Has reports whether k is in s.
-func (s KeySet) Has(k string) bool {
-	i := keyIndex(k)
-	return i >= 0 && s&(1<<i) != 0
-}
+func (s KeySet) Has(k string) bool { return s.has(keyIndex(k)) }
 
 // Remove removes every copy of s's keys from attrs.
 func (s KeySet) Remove(attrs pcommon.Map) {
 	attrs.RemoveIf(func(k string, _ pcommon.Value) bool { return s.Has(k) })
+}
+
+// DropDuplicateKeys removes every copy of a contract key after the first,
+// the copy DecodeAttributes reads.
+func DropDuplicateKeys(attrs pcommon.Map) {
+	var seen KeySet
+	attrs.RemoveIf(func(k string, _ pcommon.Value) bool {
+		i := keyIndex(k)
+		dup := seen.has(i)
+		if i >= 0 {
+			seen.add(i)
+		}
+		return dup
+	})
+}
+
+// RemoveKeys removes every copy of the given keys (pcommon.Map.Remove
+// removes only the first, and a second copy would then be read).
+func RemoveKeys(attrs pcommon.Map, keys []string) {
+	attrs.RemoveIf(func(k string, _ pcommon.Value) bool { return slices.Contains(keys, k) })
 }

@@ -2,7 +2,6 @@ package k8sevent
 
 import (
 	"math"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
@@ -13,24 +12,25 @@ import (
 // FromCoreV1 reads a core/v1 Event. Time is its latest occurrence.
 func FromCoreV1(in *corev1.Event) Event {
 	ev := Event{
-		Name:                   in.Name,
-		Namespace:              in.Namespace,
-		UID:                    string(in.UID),
-		Type:                   in.Type,
-		Reason:                 in.Reason,
-		Action:                 in.Action,
-		Note:                   in.Message,
-		Regarding:              refFromKube(in.InvolvedObject),
-		ReportingController:    in.ReportingController,
-		ReportingInstance:      in.ReportingInstance,
-		SourceComponent:        in.Source.Component,
-		SourceHost:             in.Source.Host,
-		EventTime:              in.EventTime.Time,
-		FirstTimestamp:         in.FirstTimestamp.Time,
-		LastTimestamp:          in.LastTimestamp.Time,
-		Count:                  int64(in.Count),
-		SeriesCount:            seriesCount(in.Series),
-		SeriesLastObservedTime: seriesLastObserved(in.Series),
+		Name:                in.Name,
+		Namespace:           in.Namespace,
+		UID:                 string(in.UID),
+		Type:                in.Type,
+		Reason:              in.Reason,
+		Action:              in.Action,
+		Note:                in.Message,
+		Regarding:           refFromKube(in.InvolvedObject),
+		ReportingController: in.ReportingController,
+		ReportingInstance:   in.ReportingInstance,
+		SourceComponent:     in.Source.Component,
+		SourceHost:          in.Source.Host,
+		EventTime:           in.EventTime.Time,
+		FirstTimestamp:      in.FirstTimestamp.Time,
+		LastTimestamp:       in.LastTimestamp.Time,
+		Count:               int64(in.Count),
+	}
+	if s := in.Series; s != nil {
+		ev.SeriesCount, ev.SeriesLastObservedTime = int64(s.Count), s.LastObservedTime.Time
 	}
 	if in.Related != nil {
 		ev.Related = refFromKube(*in.Related)
@@ -39,33 +39,29 @@ func FromCoreV1(in *corev1.Event) Event {
 	return ev
 }
 
-// FromEventsV1 reads an events.k8s.io/v1 Event. Time is its latest occurrence.
+// FromEventsV1 reads an events.k8s.io/v1 Event, the core/v1 one with its
+// fields renamed. Time is its latest occurrence.
 func FromEventsV1(in *eventsv1.Event) Event {
-	ev := Event{
-		Name:                   in.Name,
-		Namespace:              in.Namespace,
-		UID:                    string(in.UID),
-		Type:                   in.Type,
-		Reason:                 in.Reason,
-		Action:                 in.Action,
-		Note:                   in.Note,
-		Regarding:              refFromKube(in.Regarding),
-		ReportingController:    in.ReportingController,
-		ReportingInstance:      in.ReportingInstance,
-		SourceComponent:        in.DeprecatedSource.Component,
-		SourceHost:             in.DeprecatedSource.Host,
-		EventTime:              in.EventTime.Time,
-		FirstTimestamp:         in.DeprecatedFirstTimestamp.Time,
-		LastTimestamp:          in.DeprecatedLastTimestamp.Time,
-		Count:                  int64(in.DeprecatedCount),
-		SeriesCount:            eventsSeriesCount(in.Series),
-		SeriesLastObservedTime: eventsSeriesLastObserved(in.Series),
+	core := corev1.Event{
+		ObjectMeta:          in.ObjectMeta,
+		InvolvedObject:      in.Regarding,
+		Related:             in.Related,
+		Reason:              in.Reason,
+		Message:             in.Note,
+		Source:              in.DeprecatedSource,
+		FirstTimestamp:      in.DeprecatedFirstTimestamp,
+		LastTimestamp:       in.DeprecatedLastTimestamp,
+		Count:               in.DeprecatedCount,
+		Type:                in.Type,
+		EventTime:           in.EventTime,
+		Action:              in.Action,
+		ReportingController: in.ReportingController,
+		ReportingInstance:   in.ReportingInstance,
 	}
-	if in.Related != nil {
-		ev.Related = refFromKube(*in.Related)
+	if s := in.Series; s != nil {
+		core.Series = &corev1.EventSeries{Count: s.Count, LastObservedTime: s.LastObservedTime}
 	}
-	ev.Time = ev.LatestTime()
-	return ev
+	return FromCoreV1(&core)
 }
 
 // ToCoreV1 builds the core/v1 Event. Fields core/v1 lacks are dropped; the
@@ -99,32 +95,28 @@ func (e *Event) ToCoreV1() *corev1.Event {
 	return out
 }
 
-// ToEventsV1 builds the events.k8s.io/v1 Event.
+// ToEventsV1 builds the events.k8s.io/v1 Event, ToCoreV1's with its fields
+// renamed.
 func (e *Event) ToEventsV1() *eventsv1.Event {
+	core := e.ToCoreV1()
 	out := &eventsv1.Event{
-		ObjectMeta:               e.objectMeta(),
-		EventTime:                metav1.NewMicroTime(e.EventTime),
-		ReportingController:      e.ReportingController,
-		ReportingInstance:        e.ReportingInstance,
-		Action:                   e.Action,
-		Reason:                   e.Reason,
-		Regarding:                e.Regarding.toKube(),
-		Note:                     e.Note,
-		Type:                     e.Type,
-		DeprecatedSource:         corev1.EventSource{Component: e.SourceComponent, Host: e.SourceHost},
-		DeprecatedFirstTimestamp: metav1.NewTime(e.FirstTimestamp),
-		DeprecatedLastTimestamp:  metav1.NewTime(e.LastTimestamp),
-		DeprecatedCount:          clampInt32(e.Count),
+		ObjectMeta:               core.ObjectMeta,
+		EventTime:                core.EventTime,
+		ReportingController:      core.ReportingController,
+		ReportingInstance:        core.ReportingInstance,
+		Action:                   core.Action,
+		Reason:                   core.Reason,
+		Regarding:                core.InvolvedObject,
+		Related:                  core.Related,
+		Note:                     core.Message,
+		Type:                     core.Type,
+		DeprecatedSource:         core.Source,
+		DeprecatedFirstTimestamp: core.FirstTimestamp,
+		DeprecatedLastTimestamp:  core.LastTimestamp,
+		DeprecatedCount:          core.Count,
 	}
-	if !e.Related.IsZero() {
-		rel := e.Related.toKube()
-		out.Related = &rel
-	}
-	if e.SeriesCount > 0 {
-		out.Series = &eventsv1.EventSeries{
-			Count:            clampInt32(e.SeriesCount),
-			LastObservedTime: metav1.NewMicroTime(e.SeriesLastObservedTime),
-		}
+	if s := core.Series; s != nil {
+		out.Series = &eventsv1.EventSeries{Count: s.Count, LastObservedTime: s.LastObservedTime}
 	}
 	return out
 }
@@ -171,34 +163,6 @@ func (r ObjectRef) toKube() corev1.ObjectReference {
 	}
 }
 
-func seriesCount(s *corev1.EventSeries) int64 {
-	if s == nil {
-		return 0
-	}
-	return int64(s.Count)
-}
-
-func seriesLastObserved(s *corev1.EventSeries) time.Time {
-	if s == nil {
-		return time.Time{}
-	}
-	return s.LastObservedTime.Time
-}
-
-func eventsSeriesCount(s *eventsv1.EventSeries) int64 {
-	if s == nil {
-		return 0
-	}
-	return int64(s.Count)
-}
-
-func eventsSeriesLastObserved(s *eventsv1.EventSeries) time.Time {
-	if s == nil {
-		return time.Time{}
-	}
-	return s.LastObservedTime.Time
-}
-
 func clampInt32(v int64) int32 {
 	switch {
 	case v > math.MaxInt32:
@@ -213,10 +177,18 @@ func clampInt32(v int64) int32 {
 // CoreV1Occurrences is how many occurrences a stored core/v1 Event stands
 // for (its series count, else its count, else one), as Event.Occurrences.
 func CoreV1Occurrences(ev *corev1.Event) int64 {
-	return (&Event{SeriesCount: seriesCount(ev.Series), Count: int64(ev.Count)}).Occurrences()
+	e := Event{Count: int64(ev.Count)}
+	if ev.Series != nil {
+		e.SeriesCount = int64(ev.Series.Count)
+	}
+	return e.Occurrences()
 }
 
 // EventsV1Occurrences is CoreV1Occurrences for an events.k8s.io/v1 Event.
 func EventsV1Occurrences(ev *eventsv1.Event) int64 {
-	return (&Event{SeriesCount: eventsSeriesCount(ev.Series), Count: int64(ev.DeprecatedCount)}).Occurrences()
+	e := Event{Count: int64(ev.DeprecatedCount)}
+	if ev.Series != nil {
+		e.SeriesCount = int64(ev.Series.Count)
+	}
+	return e.Occurrences()
 }

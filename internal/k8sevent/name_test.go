@@ -22,7 +22,7 @@ func TestIsDNS1123SubdomainAgreesWithApimachinery(t *testing.T) {
 	cases = append(cases, randomStrings(1, "ab09.-.-A_é")...)
 	for _, s := range cases {
 		want := len(validation.IsDNS1123Subdomain(s)) == 0
-		require.Equal(t, want, isDNS1123Subdomain([]byte(s)), "%q", s)
+		require.Equal(t, want, isDNS1123Subdomain(s), "%q", s)
 	}
 }
 
@@ -30,12 +30,12 @@ func TestIsDNS1123SubdomainAgreesWithApimachinery(t *testing.T) {
 // strings that fall in a contract key's slot.
 func TestKeyIndex(t *testing.T) {
 	for i, k := range ContractKeys {
-		require.Equal(t, contractKey(i), keyIndex(k), k)
-		require.Equal(t, contractKey(-1), keyIndex(k+"x"), k+"x")
-		require.Equal(t, contractKey(-1), keyIndex("x"+k[1:]), "x"+k[1:])
+		require.Equal(t, i, keyIndex(k), k)
+		require.Equal(t, -1, keyIndex(k+"x"), k+"x")
+		require.Equal(t, -1, keyIndex("x"+k[1:]), "x"+k[1:])
 	}
 	for _, k := range []string{"", "k", "k8s", "k8s.", "service.name", "k8s.pod.name"} {
-		require.Equal(t, contractKey(-1), keyIndex(k), k)
+		require.Equal(t, -1, keyIndex(k), k)
 	}
 }
 
@@ -64,7 +64,7 @@ func TestKeyIndexComparesEveryByte(t *testing.T) {
 // DecodeAttributes, which compares keys in its own loop.
 func requireNoKey(t *testing.T, k string) {
 	t.Helper()
-	require.Equal(t, contractKey(-1), keyIndex(k), "%q", k)
+	require.Equal(t, -1, keyIndex(k), "%q", k)
 	m := pcommon.NewMap()
 	m.PutStr(k, "7")
 	var ev Event
@@ -139,28 +139,5 @@ func TestGenerateNameIsUnchangedAndValid(t *testing.T) {
 		got := GenerateName(name, first, string(key))
 		require.Equal(t, generateNameBefore(name, first, string(key)), got, "%q at %d", name, ns)
 		require.Empty(t, validation.IsDNS1123Subdomain(got), got)
-	}
-}
-
-// AppendGeneratedName appends to what dst holds, leaving it as it was,
-// GenerateName's name of the key joined with the suffix, at every split
-// of the key (the hash continues across the two) and whatever dst's
-// spare capacity. Tried slip: hashing the suffix from a fresh FNV offset
-// instead of continuing fails it.
-func TestAppendGeneratedNameIsGenerateName(t *testing.T) {
-	rng := rand.New(rand.NewPCG(7, 8))
-	names := append(randomStrings(3, "ab09.-.-A_é"), "", strings.Repeat("x", 240))
-	for i, name := range names {
-		first := time.Unix(0, []int64{0, 1, -1, math.MaxInt64, rng.Int64()}[rng.IntN(5)])
-		key := make([]byte, rng.IntN(40))
-		for j := range key {
-			key[j] = byte(rng.Uint32())
-		}
-		want := GenerateName(name, first, string(key))
-		split := rng.IntN(len(key) + 1)
-		prefix := []byte(fmt.Sprint("held-", i))
-		dst := append(make([]byte, 0, len(prefix)+rng.IntN(2*len(want)+1)), prefix...)
-		got := AppendGeneratedName(dst, name, first, string(key[:split]), string(key[split:]))
-		require.Equal(t, string(prefix)+want, string(got), "%q split at %d", name, split)
 	}
 }

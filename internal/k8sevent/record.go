@@ -2,10 +2,8 @@ package k8sevent
 
 import (
 	"math"
-	"math/bits"
 	"strconv"
 	"time"
-	"unsafe"
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/plog"
@@ -19,7 +17,8 @@ const MicroTimeFormat = "2006-01-02T15:04:05.000000Z07:00"
 type DecodeOptions struct {
 	// SkipTimes leaves the timestamp attributes (first/last, event time,
 	// series last observed) unparsed; the record timestamp is always read.
-	// The processor tracks its own times and skips this cost on its hot path.
+	// The processor tracks its own times and reads them only where a
+	// record has no timestamp.
 	SkipTimes bool
 }
 
@@ -33,141 +32,116 @@ type DecodeOptions struct {
 // and writers of records drop it (DropDuplicateKeys), so that no reader can
 // be shown another value than the processor decided on.
 func DecodeAttributes(attrs pcommon.Map, dst *Event, opts DecodeOptions) (problems Problem, found bool) {
-	// One pass: a table lookup and a compare find each contract key, a
-	// string is stored at its field's offset, other values are kept and
-	// read after the pass in key order. The loop body stays small enough
-	// to be inlined into the map's iterator: a call and a switch per
-	// attribute were most of the cost of decoding.
-	var seen uint64
-	var others [numOtherKeys]pcommon.Value
+	var seen KeySet
+	var nodeName, startTime pcommon.Value
 	for k, v := range attrs.All() {
-		// keyIndex, by hand (it is past the budget of a call the compiler
-		// inlines), and matches without a loop or a branch: five words, the
-		// last ones the same for a short key.
-		if len(k) < minKeyLen {
+		i := keyIndex(k)
+		switch {
+		case i < 0:
 			continue
-		}
-		// The entry holds where its words start (a key of its length only).
-		e := &keyTable[keySlot(k)]
-		if int(e.n) != len(k) || (keyWord(k, 0)^e.words[0])|(keyWord(k, int(e.at[0]))^e.words[1])|
-			(keyWord(k, int(e.at[1]))^e.words[2])|(keyWord(k, int(e.at[2]))^e.words[3])|
-			(keyWord(k, len(k)-8)^e.words[4]) != 0 {
-			continue
-		}
-		i := e.key
-		bit := uint64(1) << (uint(i) & 63) // i < 64: no shift past the word to check
-		if seen&bit != 0 {
+		case seen.has(i):
 			problems |= ProblemDuplicateKey
 			continue
 		}
-		seen |= bit
-		if e.other >= 0 {
-			others[e.other] = v
-			continue
+		seen.add(i)
+		switch k {
+		case AttrNodeName: // read after the pass: they depend on other keys
+			nodeName = v
+		case AttrStartTime:
+			startTime = v
+		default:
+			problems |= decodeValue(k, v, dst, opts)
 		}
-		s := v.Str() // str, by hand: the call was a fifth of the cost
-		if s == "" {
-			s = strOther(v)
-		}
-		*(*string)(unsafe.Add(unsafe.Pointer(dst), e.field)) = s // the key's string field
+		// These keys also sit on every log from a pod or node: alone they
+		// do not make a record an Event.
+		found = found || k != AttrNamespace && k != AttrNodeName && k != AttrClusterName && k != AttrClusterUID
 	}
-	if seen&^stringKeys == 0 {
-		// The namespace and cluster keys also sit on every log from a pod
-		// or node; alone they do not make a record an Event.
-		return problems, seen&^(1<<keyNamespace|1<<keyClusterName|1<<keyClusterUID) != 0
+	// contrib's receiver puts the source host in k8s.node.name: it is read
+	// where the map has no k8s.event.source.host.
+	if seen.Has(AttrNodeName) && !seen.Has(AttrSourceHost) {
+		dst.SourceHost = nodeName.AsString()
 	}
-	found = seen&^(1<<keyNamespace|1<<keyClusterName|1<<keyClusterUID|1<<keyNodeName) != 0
-	if seen&(1<<keyNodeName) != 0 && seen&(1<<keySourceHost) == 0 {
-		// the node name is the source host only if the map has no k8s.event.source.host
-		dst.SourceHost = str(others[otherSlot[keyNodeName]])
-	}
-	rest := seen &^ stringKeys &^ (1 << keyNodeName)
-	if opts.SkipTimes {
-		rest &^= timeKeys // decodeTime would read none of them
-	}
-	for ; rest != 0; rest &= rest - 1 {
-		i := contractKey(bits.TrailingZeros64(rest))
-		problems |= decodeKey(i, others[otherSlot[i]], dst, opts)
+	// contrib's creation time is the first occurrence when nothing better
+	// is present, from this map or an earlier one.
+	if seen.Has(AttrStartTime) && dst.FirstTimestamp.IsZero() {
+		problems |= decodeTime(startTime, &dst.FirstTimestamp, opts, 0)
 	}
 	return problems, found
 }
 
-// timeKeys are the contract keys decodeKey reads with decodeTime, which
-// DecodeOptions.SkipTimes leaves unread.
-const timeKeys = 1<<keyFirstTimestamp | 1<<keyLastTimestamp | 1<<keyEventTime | 1<<keySeriesLastObserved | 1<<keyStartTime
-
-// numOtherKeys is the number of contract keys not in stringKeys, each of
-// which has a place in a decoder's others (otherSlot).
-const numOtherKeys = numContractKeys - 26
-
-var otherSlot = func() (s [numContractKeys]int8) {
-	n := 0
-	for i := range numContractKeys {
-		s[i] = -1
-		if stringKeys&(uint64(1)<<i) == 0 {
-			s[i] = int8(n)
-			n++
-		}
-	}
-	if n != int(numOtherKeys) {
-		panic("k8sevent: numOtherKeys is not the number of keys outside stringKeys")
-	}
-	return s
-}()
-
-// stringKeys are the contract keys whose value is one string field of an
-// Event (stringFields), read without a switch per key.
-const stringKeys = 1<<keyEventName | 1<<keyEventUID | 1<<keyEventNamespace | 1<<keyReason | 1<<keyAction |
-	1<<keyNamespace | 1<<keyObjectKind | 1<<keyObjectName | 1<<keyObjectUID | 1<<keyObjectAPIVersion |
-	1<<keyObjectFieldPath | 1<<keyObjectResourceVer | 1<<keySourceComponent | 1<<keySourceHost |
-	1<<keyReportingController | 1<<keyReportingInstance | 1<<keyRelatedKind | 1<<keyRelatedName |
-	1<<keyRelatedNamespace | 1<<keyRelatedUID | 1<<keyRelatedAPIVersion | 1<<keyRelatedFieldPath |
-	1<<keyRelatedResourceVer | 1<<keySeriesState | 1<<keyClusterName | 1<<keyClusterUID
-
-// stringOffsets are where in an Event the string field of each of
-// stringKeys sits: keyTable holds them, and the decoder stores a value
-// there with no switch per key and no table of pointers made per call.
-var stringOffsets = func() (o [numContractKeys]uintptr) {
-	var ev Event
-	base := uintptr(unsafe.Pointer(&ev))
-	at := func(f *string) uintptr { return uintptr(unsafe.Pointer(f)) - base }
-	o[keyEventName], o[keyEventUID], o[keyEventNamespace] = at(&ev.Name), at(&ev.UID), at(&ev.Namespace)
-	o[keyReason], o[keyAction] = at(&ev.Reason), at(&ev.Action)
-	o[keyNamespace], o[keyObjectKind], o[keyObjectName] = at(&ev.Regarding.Namespace), at(&ev.Regarding.Kind), at(&ev.Regarding.Name)
-	o[keyObjectUID], o[keyObjectAPIVersion] = at(&ev.Regarding.UID), at(&ev.Regarding.APIVersion)
-	o[keyObjectFieldPath], o[keyObjectResourceVer] = at(&ev.Regarding.FieldPath), at(&ev.Regarding.ResourceVersion)
-	o[keySourceComponent], o[keySourceHost] = at(&ev.SourceComponent), at(&ev.SourceHost)
-	o[keyReportingController], o[keyReportingInstance] = at(&ev.ReportingController), at(&ev.ReportingInstance)
-	o[keyRelatedKind], o[keyRelatedName], o[keyRelatedNamespace] = at(&ev.Related.Kind), at(&ev.Related.Name), at(&ev.Related.Namespace)
-	o[keyRelatedUID], o[keyRelatedAPIVersion] = at(&ev.Related.UID), at(&ev.Related.APIVersion)
-	o[keyRelatedFieldPath], o[keyRelatedResourceVer] = at(&ev.Related.FieldPath), at(&ev.Related.ResourceVersion)
-	o[keySeriesState], o[keyClusterName], o[keyClusterUID] = at(&ev.SeriesState), at(&ev.Cluster.Name), at(&ev.Cluster.UID)
-	return o
-}()
-
-// decodeKey reads the value of contract key i, not one of stringKeys, into dst.
-func decodeKey(i contractKey, v pcommon.Value, dst *Event, opts DecodeOptions) (p Problem) {
-	switch i {
-	case keyCount:
+// decodeValue reads v, the value of contract key k (neither the node name
+// nor the start time), into its field of dst. A value of another type
+// than a string is read as its text where the field is a string.
+func decodeValue(k string, v pcommon.Value, dst *Event, opts DecodeOptions) (p Problem) {
+	switch k {
+	case AttrEventName:
+		dst.Name = v.AsString()
+	case AttrEventUID:
+		dst.UID = v.AsString()
+	case AttrEventNamespace:
+		dst.Namespace = v.AsString()
+	case AttrReason:
+		dst.Reason = v.AsString()
+	case AttrAction:
+		dst.Action = v.AsString()
+	case AttrNamespace:
+		dst.Regarding.Namespace = v.AsString()
+	case AttrObjectKind:
+		dst.Regarding.Kind = v.AsString()
+	case AttrObjectName:
+		dst.Regarding.Name = v.AsString()
+	case AttrObjectUID:
+		dst.Regarding.UID = v.AsString()
+	case AttrObjectAPIVersion:
+		dst.Regarding.APIVersion = v.AsString()
+	case AttrObjectFieldPath:
+		dst.Regarding.FieldPath = v.AsString()
+	case AttrObjectResourceVer:
+		dst.Regarding.ResourceVersion = v.AsString()
+	case AttrSourceComponent:
+		dst.SourceComponent = v.AsString()
+	case AttrSourceHost:
+		dst.SourceHost = v.AsString()
+	case AttrReportingController:
+		dst.ReportingController = v.AsString()
+	case AttrReportingInstance:
+		dst.ReportingInstance = v.AsString()
+	case AttrRelatedKind:
+		dst.Related.Kind = v.AsString()
+	case AttrRelatedName:
+		dst.Related.Name = v.AsString()
+	case AttrRelatedNamespace:
+		dst.Related.Namespace = v.AsString()
+	case AttrRelatedUID:
+		dst.Related.UID = v.AsString()
+	case AttrRelatedAPIVersion:
+		dst.Related.APIVersion = v.AsString()
+	case AttrRelatedFieldPath:
+		dst.Related.FieldPath = v.AsString()
+	case AttrRelatedResourceVer:
+		dst.Related.ResourceVersion = v.AsString()
+	case AttrSeriesState:
+		dst.SeriesState = v.AsString()
+	case AttrClusterName:
+		dst.Cluster.Name = v.AsString()
+	case AttrClusterUID:
+		dst.Cluster.UID = v.AsString()
+	case AttrCount:
 		dst.Count, p = integer(v)
-	case keySeriesCount:
+	case AttrSeriesCount:
 		dst.SeriesCount, p = integer(v)
-	case keyAggregated:
-		dst.Aggregated = v.Type() == pcommon.ValueTypeBool && v.Bool()
-	case keyNewOccurrences:
+	case AttrNewOccurrences:
 		dst.NewOccurrences, p = integer(v)
-	case keyFirstTimestamp:
+	case AttrAggregated:
+		dst.Aggregated = v.Type() == pcommon.ValueTypeBool && v.Bool()
+	case AttrFirstTimestamp:
 		p = decodeTime(v, &dst.FirstTimestamp, opts, 0)
-	case keyLastTimestamp:
+	case AttrLastTimestamp:
 		p = decodeTime(v, &dst.LastTimestamp, opts, 0)
-	case keyEventTime:
+	case AttrEventTime:
 		p = decodeTime(v, &dst.EventTime, opts, time.Microsecond)
-	case keySeriesLastObserved:
+	case AttrSeriesLastObserved:
 		p = decodeTime(v, &dst.SeriesLastObservedTime, opts, time.Microsecond)
-	case keyStartTime:
-		if dst.FirstTimestamp.IsZero() {
-			p = decodeTime(v, &dst.FirstTimestamp, opts, 0)
-		}
 	}
 	return p
 }
@@ -176,12 +150,8 @@ func decodeKey(i contractKey, v pcommon.Value, dst *Event, opts DecodeOptions) (
 // attributes into dst, which holds what the resource's attributes gave.
 func DecodeRecord(lr plog.LogRecord, dst *Event, opts DecodeOptions) (problems Problem, found bool) {
 	problems, found = DecodeAttributes(lr.Attributes(), dst, opts)
-	// str, by hand: a string body is read with no type switch and no call.
-	body := lr.Body()
-	if s := body.Str(); s != "" {
-		dst.Note = s
-	} else if body.Type() != pcommon.ValueTypeEmpty {
-		dst.Note = strOther(body)
+	if body := lr.Body(); body.Type() != pcommon.ValueTypeEmpty {
+		dst.Note = body.AsString()
 	}
 	if t := lr.SeverityText(); t != "" {
 		dst.Type = t
@@ -234,7 +204,9 @@ func Encode(ev *Event, lr plog.LogRecord) {
 	putStr(attrs, AttrObjectFieldPath, ev.Regarding.FieldPath)
 	putStr(attrs, AttrObjectResourceVer, ev.Regarding.ResourceVersion)
 	putStr(attrs, AttrSourceComponent, ev.SourceComponent)
-	putSourceHost(attrs, ev)
+	if putsHost(ev) {
+		attrs.PutStr(AttrSourceHost, ev.SourceHost)
+	}
 	putStr(attrs, AttrReportingController, ev.ReportingController)
 	putStr(attrs, AttrReportingInstance, ev.ReportingInstance)
 	putStr(attrs, AttrRelatedKind, ev.Related.Kind)
@@ -298,22 +270,6 @@ func putTime(attrs pcommon.Map, k string, t time.Time, layout string) {
 	if !t.IsZero() {
 		attrs.PutStr(k, t.UTC().Format(layout))
 	}
-}
-
-// str reads any value as a string; only non-string values allocate.
-func str(v pcommon.Value) string {
-	if s := v.Str(); s != "" {
-		return s
-	}
-	return strOther(v)
-}
-
-// strOther is str of an empty string or a value of another type.
-func strOther(v pcommon.Value) string {
-	if v.Type() == pcommon.ValueTypeStr {
-		return ""
-	}
-	return v.AsString()
 }
 
 func integer(v pcommon.Value) (int64, Problem) {

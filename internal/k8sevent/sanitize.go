@@ -2,29 +2,14 @@ package k8sevent
 
 import "time"
 
-// Sanitize repairs what can be repaired in place (truncates long fields,
-// spells a known type as written here and makes any other one Normal, so
-// that Error and Critical stay what they are (see APIType), clamps negative counts, fills a zero time with the
-// latest time the Event records, else now, drops a reporting controller
-// the API server would refuse, puts the Event in the namespace its
-// regarding object allows) and reports what it repaired and what is fatal.
+// Sanitize repairs in place what can be repaired and reports what it
+// repaired and what is fatal (no valid Event can be made of the record). It
+// cuts long fields, spells a known type as written here and makes any other
+// one Normal (Error and Critical stay what they are: see APIType), clamps
+// negative counts, fills a zero time with the latest time the Event records,
+// else now, drops a reporting controller the API server would refuse, and
+// puts the Event in the namespace its regarding object allows.
 func Sanitize(ev *Event, now time.Time) (repaired, fatal Problem) {
-	var s Sanitizer
-	return s.Sanitize(ev, now)
-}
-
-// Sanitizer is Sanitize with a memo of the last namespace and reporting
-// controller it found valid: a stream repeats them record after record,
-// and checking them byte by byte was most of Sanitize's cost. A value
-// that differs from the memo is checked, so the decisions are Sanitize's
-// exactly. The zero Sanitizer is ready; one is not for concurrent use.
-type Sanitizer struct {
-	namespace  string // a DNS-1123 label, or "" (none yet)
-	controller string // a qualified name, or "" (none yet)
-}
-
-// Sanitize is the package's Sanitize, remembering what it found valid.
-func (s *Sanitizer) Sanitize(ev *Event, now time.Time) (repaired, fatal Problem) {
 	if ev.Regarding.Kind == "" || ev.Regarding.Name == "" {
 		fatal |= ProblemMissingRegarding
 	}
@@ -36,20 +21,12 @@ func (s *Sanitizer) Sanitize(ev *Event, now time.Time) (repaired, fatal Problem)
 		ev.Namespace = "" // the regarding object's, or default
 		repaired |= ProblemNamespaceMismatch
 	}
-	if ns := ev.ObjectNamespace(); ns == "" || ns != s.namespace {
-		if !isDNS1123Label(ns) {
-			fatal |= ProblemBadNamespace
-		} else {
-			s.namespace = ns
-		}
+	if !isDNS1123Label(ev.ObjectNamespace()) {
+		fatal |= ProblemBadNamespace
 	}
-	if c := ev.ReportingController; c != "" && c != s.controller {
-		if !isQualifiedName(c) {
-			ev.ReportingController = "" // a writer fills its own
-			repaired |= ProblemBadController
-		} else {
-			s.controller = c
-		}
+	if c := ev.ReportingController; c != "" && !isQualifiedName(c) {
+		ev.ReportingController = "" // a writer fills its own
+		repaired |= ProblemBadController
 	}
 	if ev.Count < 0 || ev.SeriesCount < 0 {
 		ev.Count, ev.SeriesCount = max(ev.Count, 0), max(ev.SeriesCount, 0)
@@ -69,12 +46,10 @@ func (s *Sanitizer) Sanitize(ev *Event, now time.Time) (repaired, fatal Problem)
 		ev.Note = Truncate(ev.Note, MaxNoteBytes)
 		repaired |= ProblemLongNote
 	}
-	if max(len(ev.Reason), len(ev.Action), len(ev.ReportingInstance)) > MaxFieldBytes { // rare: no array of pointers per record
-		for _, f := range [...]*string{&ev.Reason, &ev.Action, &ev.ReportingInstance} {
-			if len(*f) > MaxFieldBytes {
-				*f = Truncate(*f, MaxFieldBytes)
-				repaired |= ProblemLongField
-			}
+	for _, f := range [...]*string{&ev.Reason, &ev.Action, &ev.ReportingInstance} {
+		if len(*f) > MaxFieldBytes {
+			*f = Truncate(*f, MaxFieldBytes)
+			repaired |= ProblemLongField
 		}
 	}
 	if ev.Reason == "" {
@@ -87,7 +62,6 @@ func (s *Sanitizer) Sanitize(ev *Event, now time.Time) (repaired, fatal Problem)
 // record is refused whole, before a cache holds it or a write carries it,
 // since cutting an identity would merge distinct objects.
 func oversized(ev *Event) bool {
-	// max of the lengths: no copy of the strings into an array to range over.
 	return max(len(ev.Name), len(ev.Namespace), len(ev.UID), len(ev.SourceComponent), len(ev.SourceHost),
 		len(ev.Regarding.Kind), len(ev.Regarding.Namespace), len(ev.Regarding.Name), len(ev.Regarding.UID),
 		len(ev.Regarding.FieldPath), len(ev.Regarding.ResourceVersion),

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/pdata/pcommon"
@@ -14,10 +13,23 @@ import (
 )
 
 // resourceWith is a resource's attributes holding kvs in order, repeated
-// keys included (ResourceWith).
+// keys included (the wire format allows them; pcommon.Map's setters do
+// not).
 func resourceWith(t *testing.T, kvs ...[2]string) pcommon.Map {
 	t.Helper()
-	return k8sevent.ResourceWith(t, kvs...)
+	js := `{"resourceLogs":[{"resource":{"attributes":[`
+	for i, kv := range kvs {
+		if i > 0 {
+			js += ","
+		}
+		js += fmt.Sprintf(`{"key":%q,"value":{"stringValue":%q}}`, kv[0], kv[1])
+	}
+	js += `]}}]}`
+	ld, err := (&plog.JSONUnmarshaler{}).UnmarshalLogs([]byte(js))
+	require.NoError(t, err)
+	attrs := ld.ResourceLogs().At(0).Resource().Attributes()
+	require.Equal(t, len(kvs), attrs.Len())
+	return attrs
 }
 
 // TestPutIdentityOverHeldIdentity: a resource that already names the
@@ -72,28 +84,4 @@ func TestKeySetRemovesAsRemoveKeys(t *testing.T) {
 		require.Equal(t, a.Len(), b.Len())
 	}
 	require.Panics(t, func() { k8sevent.NewKeySet("service.name") })
-}
-
-// TestStateEncoderReusedWritesAsFresh: one encoder writing a stream of
-// states, times repeating and changing in every place, writes each record
-// as a fresh EncodeState does.
-func TestStateEncoderReusedWritesAsFresh(t *testing.T) {
-	rng := rand.New(rand.NewPCG(3, 4))
-	base := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC).UnixNano()
-	times := []int64{base, base + 1, base + 999, base + 1000, base + int64(time.Second), base - 1}
-	states := []string{"", k8sevent.StateSingleton, k8sevent.StateStarted, k8sevent.StateOngoing, k8sevent.StateFinished}
-	var enc k8sevent.StateEncoder
-	for i := range 500 {
-		st := k8sevent.State{Name: fmt.Sprintf("web-%d", i%3), SeriesState: states[rng.IntN(len(states))],
-			Count: int64(i + 1), First: times[rng.IntN(len(times))], Last: times[rng.IntN(len(times))],
-			Aggregated: rng.IntN(2) == 0, NewOccurrences: int64(rng.IntN(3))}
-		reused, fresh := plog.NewLogRecord(), plog.NewLogRecord()
-		for _, lr := range []plog.LogRecord{reused, fresh} {
-			lr.Attributes().PutStr(k8sevent.AttrEventName, "web-1")
-			lr.Attributes().PutStr(k8sevent.AttrEventTime, "left over")
-		}
-		enc.Encode(reused, &st)
-		k8sevent.EncodeState(fresh, &st)
-		require.Equal(t, fresh.Attributes().AsRaw(), reused.Attributes().AsRaw(), "state %d: %+v", i, st)
-	}
 }

@@ -45,52 +45,16 @@ var (
 // EncodeState writes st over lr: its EventName, every copy of StateKeys
 // removed, then the fields of st's mode only.
 func EncodeState(lr plog.LogRecord, st *State) {
-	var e StateEncoder
-	e.Encode(lr, st)
-}
-
-// StateEncoder writes States (EncodeState), keeping the text of the times
-// it formatted last: a series' first occurrence rarely changes, and the
-// records decided together often share their times. Its zero value is
-// ready; it is not safe for concurrent use.
-type StateEncoder struct {
-	times [4]timeText // first and last occurrence, RFC 3339 with ns and µs
-}
-
-type timeText struct {
-	ns   int64
-	text string
-}
-
-// The places of StateEncoder.times.
-const (
-	firstNano = iota
-	lastNano
-	firstMicro
-	lastMicro
-)
-
-// format is ns formatted in layout, remembered in place i.
-func (e *StateEncoder) format(i int, ns int64, layout string) string {
-	t := &e.times[i]
-	if t.text == "" || t.ns != ns {
-		t.ns, t.text = ns, formatUnixNano(ns, layout)
-	}
-	return t.text
-}
-
-// Encode writes st over lr, as EncodeState does.
-func (e *StateEncoder) Encode(lr plog.LogRecord, st *State) {
 	lr.SetEventName(EventName)
 	attrs := lr.Attributes()
 	keepStr(attrs, AttrEventName, st.Name)
 	stateKeySet.Remove(attrs)
-	attrs.EnsureCapacity(attrs.Len() + st.adds()) // one allocation at most, not one per growth
-	e.putState(attrs, st)
+	attrs.EnsureCapacity(attrs.Len() + st.keys()) // grown once, not per key
+	putState(attrs, st)
 }
 
-// adds is how many keys Encode adds after removing StateKeys.
-func (st *State) adds() int {
+// keys is how many keys putState appends for st.
+func (st *State) keys() int {
 	switch {
 	case st.SeriesState == "" && st.Aggregated:
 		return 5 // new occurrences, count, first and last timestamp, aggregated
@@ -99,24 +63,29 @@ func (st *State) adds() int {
 	case st.SeriesState == StateSingleton:
 		return 3 // new occurrences, state, event time
 	default:
-		return 5 // and series count, last observed
+		return 5 // and series count, last observed time
 	}
 }
 
-// keepStr puts v under k, but leaves a first copy that holds it already
-// as it is (setting a value allocates).
-func keepStr(attrs pcommon.Map, k, v string) {
-	if old, ok := attrs.Get(k); ok {
-		keepValue(old, v)
+// putState appends st's keys (the fields of its mode only) to attrs, which
+// holds none of StateKeys.
+func putState(attrs pcommon.Map, st *State) {
+	first, last := time.Unix(0, st.First).UTC(), time.Unix(0, st.Last).UTC()
+	attrs.PutInt(AttrNewOccurrences, st.NewOccurrences)
+	if st.SeriesState == "" {
+		attrs.PutInt(AttrCount, st.Count)
+		attrs.PutStr(AttrFirstTimestamp, first.Format(time.RFC3339Nano))
+		attrs.PutStr(AttrLastTimestamp, last.Format(time.RFC3339Nano))
+		if st.Aggregated {
+			attrs.PutBool(AttrAggregated, true)
+		}
 		return
 	}
-	attrs.PutStr(k, v)
-}
-
-// keepValue sets old to the string v unless it holds it already.
-func keepValue(old pcommon.Value, v string) {
-	if old.Type() != pcommon.ValueTypeStr || old.Str() != v {
-		old.SetStr(v)
+	attrs.PutStr(AttrSeriesState, st.SeriesState)
+	attrs.PutStr(AttrEventTime, first.Format(MicroTimeFormat))
+	if st.SeriesState != StateSingleton {
+		attrs.PutInt(AttrSeriesCount, st.Count)
+		attrs.PutStr(AttrSeriesLastObserved, last.Format(MicroTimeFormat))
 	}
 }
 
@@ -125,16 +94,4 @@ func keepValue(old pcommon.Value, v string) {
 func EncodeCluster(attrs pcommon.Map, c Cluster) {
 	putStr(attrs, AttrClusterName, c.Name)
 	putStr(attrs, AttrClusterUID, c.UID)
-}
-
-func putOrRemove(attrs pcommon.Map, k, v string) {
-	if v == "" {
-		attrs.Remove(k)
-		return
-	}
-	attrs.PutStr(k, v)
-}
-
-func formatUnixNano(ns int64, layout string) string {
-	return time.Unix(0, ns).UTC().Format(layout)
 }

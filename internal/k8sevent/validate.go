@@ -3,11 +3,10 @@ package k8sevent
 import (
 	"errors"
 	"fmt"
-	"math/bits"
+	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
-	"unsafe"
 
 	"k8s.io/apimachinery/pkg/api/validation/path"
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -77,10 +76,35 @@ func (p Problem) String() string {
 	return strings.Join(names, ",")
 }
 
-// isDNS1123Label is the rule a namespace name follows, without the regular
-// expression apimachinery uses (a quarter of the processor's time per record).
+// isDNS1123Label is validation.IsDNS1123Label's rule, which a namespace
+// name follows, without its regular expression, which Sanitize would run
+// on every record.
 func isDNS1123Label(s string) bool {
-	if len(s) == 0 || len(s) > validation.DNS1123LabelMaxLength {
+	return len(s) <= validation.DNS1123LabelMaxLength && isLabelText(s)
+}
+
+// isDNS1123Subdomain is validation.IsDNS1123Subdomain's rule without its
+// regular expression: at most 253 bytes of dot-separated labels.
+func isDNS1123Subdomain(s string) bool {
+	if len(s) > validation.DNS1123SubdomainMaxLength {
+		return false
+	}
+	start := 0 // of the current label
+	for i := 0; i <= len(s); i++ {
+		if i == len(s) || s[i] == '.' {
+			if !isLabelText(s[start:i]) {
+				return false
+			}
+			start = i + 1
+		}
+	}
+	return true
+}
+
+// isLabelText reports whether s is a DNS-1123 label of any length: lower-case
+// alphanumerics and '-', starting and ending with an alphanumeric.
+func isLabelText(s string) bool {
+	if s == "" {
 		return false
 	}
 	for i := 0; i < len(s); i++ {
@@ -94,20 +118,18 @@ func isDNS1123Label(s string) bool {
 }
 
 // isQualifiedName is validation.IsQualifiedName's rule without its regular
-// expression, which cost more than the rest of a record's decisions (every
-// events.k8s.io record names its reporting controller): an optional
-// DNS-1123 subdomain and '/', then a name of at most 63 bytes of
+// expression (every events.k8s.io record names its reporting controller):
+// an optional DNS-1123 subdomain and '/', then a name of at most 63 bytes of
 // alphanumerics, '-', '_' and '.', starting and ending with an alphanumeric.
 func isQualifiedName(s string) bool {
 	name := s
-	if i := strings.IndexByte(s, '/'); i >= 0 {
-		prefix := s[:i]
-		name = s[i+1:]
-		if prefix == "" || !isDNS1123Subdomain(unsafe.Slice(unsafe.StringData(prefix), len(prefix))) {
+	if prefix, rest, found := strings.Cut(s, "/"); found {
+		if !isDNS1123Subdomain(prefix) {
 			return false
 		}
+		name = rest
 	}
-	if len(name) == 0 || len(name) > 63 { // the name part of a qualified name
+	if len(name) == 0 || len(name) > 63 {
 		return false
 	}
 	for i := 0; i < len(name); i++ {
@@ -140,139 +162,34 @@ func Truncate(s string, n int) string {
 
 // GenerateName names the Event object of one series or compressed event:
 // client-go's "<regarding name>.<hex of the first occurrence in ns>", with the
-// hash of the series key appended so that two series that start in the same
-// nanosecond on one object (common in second-precision replays) never share
-// an object. Deterministic: the same key and time give the same name.
+// 32-bit FNV-1a hash of the series key appended so that two series that
+// start in the same nanosecond on one object (common in second-precision
+// replays) never share an object. Where that is no DNS-1123 subdomain (the
+// regarding name is none, or too long), the name is "event." and the time
+// and hash in fixed-width hex. Deterministic: the same key and time give the
+// same name, so a restored series and an earlier version's objects keep
+// theirs.
 func GenerateName(regardingName string, first time.Time, key string) string {
-	// One allocation: a new series per record (a storm of new objects) names one each.
-	b := AppendGeneratedName(make([]byte, 0, generatedNameLen(regardingName, first)), regardingName, first, key, "")
-	return unsafe.String(unsafe.SliceData(b), len(b)) // b is not used again
-}
-
-// AppendGeneratedName appends GenerateName(regardingName, first, key+suffix)
-// to dst: a caller that keeps the name with other bytes of its own (the
-// engine, with the packed series) makes one allocation for both, and
-// joins key and suffix without a copy.
-func AppendGeneratedName(dst []byte, regardingName string, first time.Time, key, suffix string) []byte {
-	h, ns := fnv32aMore(fnv32aMore(fnvOffset32, key), suffix), uint64(first.UnixNano())
-	// The suffix, a dot and lower-case hex digits, is a valid DNS-1123
-	// label: the name is a valid subdomain when the regarding name is one
-	// and the whole fits, so only the regarding name is checked.
-	digits := max((bits.Len64(ns)+3)/4, 1)
-	n := len(regardingName) + 1 + digits + 8
-	if n > validation.DNS1123SubdomainMaxLength ||
-		!isDNS1123Subdomain(unsafe.Slice(unsafe.StringData(regardingName), len(regardingName))) {
-		return fmt.Appendf(dst, "event.%016x%08x", ns, h)
+	h := uint32(2166136261) // FNV-1a, 32 bits, as hash/fnv computes it without a copy of the key
+	for i := range len(key) {
+		h = (h ^ uint32(key[i])) * 16777619
 	}
-	at := len(dst)
-	dst = append(dst, regardingName...)
-	dst = append(dst, '.')
-	dst = append(dst, make([]byte, digits+8)...) // no allocation: append grows dst by the zeros
-	putHex(dst[at+len(regardingName)+1:at+n-8], ns)
-	putHex(dst[at+n-8:at+n], uint64(h))
-	return dst
-}
-
-// generatedNameLen is the length of GenerateName's result.
-func generatedNameLen(regardingName string, first time.Time) int {
-	digits := max((bits.Len64(uint64(first.UnixNano()))+3)/4, 1)
-	if n := len(regardingName) + 1 + digits + 8; n <= validation.DNS1123SubdomainMaxLength {
-		return n
+	ns := uint64(first.UnixNano())
+	// Built in place, not by fmt: every record of a storm of distinct
+	// Events names a new series, and this is then one allocation.
+	var name strings.Builder
+	name.Grow(len(regardingName) + 1 + 16 + 8)
+	name.WriteString(regardingName)
+	name.WriteByte('.')
+	var digits [16]byte
+	name.Write(strconv.AppendUint(digits[:0], ns, 16))
+	hash := strconv.AppendUint(digits[:0], uint64(h), 16)
+	name.WriteString("00000000"[len(hash):]) // %08x
+	name.Write(hash)
+	if isDNS1123Subdomain(name.String()) {
+		return name.String()
 	}
-	return len("event.") + 16 + 8
-}
-
-// putHex writes the low len(b) hex digits of v into b, most significant
-// first, in lower case (strconv's base 16 when b has room for exactly its
-// digits): two digits per step, from a table of the 256 pairs.
-func putHex(b []byte, v uint64) {
-	i := len(b)
-	for ; i >= 2; i -= 2 {
-		p := &hexPairs[v&0xff]
-		b[i-2], b[i-1] = p[0], p[1]
-		v >>= 8
-	}
-	if i == 1 {
-		b[0] = hexPairs[v&0xf][1]
-	}
-}
-
-var hexPairs = func() (pairs [256][2]byte) {
-	const digits = "0123456789abcdef"
-	for i := range pairs {
-		pairs[i] = [2]byte{digits[i>>4], digits[i&0xf]}
-	}
-	return pairs
-}()
-
-// isDNS1123Subdomain is validation.IsDNS1123Subdomain's rule without its
-// regular expression (a tenth of a churning series' cost): at most 253
-// bytes, dot-separated labels of lower-case alphanumerics and '-', each
-// starting and ending with an alphanumeric. Each byte's class comes from
-// a table.
-func isDNS1123Subdomain(name []byte) bool {
-	if len(name) == 0 || len(name) > validation.DNS1123SubdomainMaxLength {
-		return false
-	}
-	start := 0
-	for i, c := range name {
-		switch dnsClass[c] {
-		case dnsOther:
-			return false
-		case dnsDot:
-			if i == start || name[start] == '-' || name[i-1] == '-' {
-				return false
-			}
-			start = i + 1
-		}
-	}
-	return start < len(name) && name[start] != '-' && name[len(name)-1] != '-'
-}
-
-const (
-	dnsOther = iota
-	dnsAlnum
-	dnsDash
-	dnsDot
-)
-
-var dnsClass = func() (class [256]uint8) {
-	for c := range class {
-		switch {
-		case c >= 'a' && c <= 'z' || c >= '0' && c <= '9':
-			class[c] = dnsAlnum
-		case c == '-':
-			class[c] = dnsDash
-		case c == '.':
-			class[c] = dnsDot
-		}
-	}
-	return class
-}()
-
-const fnvOffset32 = 2166136261
-
-// fnv32aMore continues a 32-bit FNV-1a hash h over s, 8 bytes per step
-// by index (re-slicing s per step was 40% of it).
-func fnv32aMore(h uint32, s string) uint32 {
-	const prime = 16777619
-	b := unsafe.Slice(unsafe.StringData(s), len(s))
-	i := 0
-	for ; i+8 <= len(b); i += 8 {
-		w := b[i : i+8 : i+8]
-		h = (h ^ uint32(w[0])) * prime
-		h = (h ^ uint32(w[1])) * prime
-		h = (h ^ uint32(w[2])) * prime
-		h = (h ^ uint32(w[3])) * prime
-		h = (h ^ uint32(w[4])) * prime
-		h = (h ^ uint32(w[5])) * prime
-		h = (h ^ uint32(w[6])) * prime
-		h = (h ^ uint32(w[7])) * prime
-	}
-	for ; i < len(b); i++ {
-		h = (h ^ uint32(b[i])) * prime
-	}
-	return h
+	return fmt.Sprintf("event.%016x%08x", ns, h)
 }
 
 // Validate reports what the API server would reject in a create of ev with
@@ -346,10 +263,6 @@ var knownTypes = [...]string{TypeNormal, TypeWarning, TypeError, TypeCritical}
 // canonicalType is t spelled as knownTypes spell it, in any case; any other
 // type (empty, unknown) is Normal, as client-go's recorders treat it.
 func canonicalType(t string) string {
-	switch t { // as written, nearly always: no case folding
-	case TypeNormal, TypeWarning, TypeError, TypeCritical:
-		return t
-	}
 	for _, k := range knownTypes {
 		if strings.EqualFold(t, k) {
 			return k

@@ -19,8 +19,8 @@ import (
 //
 // The processor declares MutatesData: input records, and the resource of
 // each input ResourceLogs the first time one of its records goes out, are
-// moved into the output, not copied (copying was most of the allocations
-// of a record that opens a series). Every input record goes out at most
+// moved into the output, not copied (a copy allocates every value
+// again). Every input record goes out at most
 // once (the engine makes at most one emission of the record it observes),
 // so a record is never needed after it moved. A resource may be needed
 // again (records of one ResourceLogs split by timer records, or some
@@ -41,7 +41,6 @@ import (
 // about one object.
 type output struct {
 	legacy  bool
-	enc     *k8sevent.StateEncoder
 	logs    plog.Logs
 	records plog.LogRecordSlice
 	src     source
@@ -64,10 +63,9 @@ type output struct {
 	wholes    int
 }
 
-// newOutput makes an output writing states with enc, which it does not
-// share with another goroutine.
-func newOutput(legacy bool, enc *k8sevent.StateEncoder) output {
-	return output{legacy: legacy, enc: enc, movedRL: -1}
+// newOutput makes an output writing the legacy fields or the series'.
+func newOutput(legacy bool) output {
+	return output{legacy: legacy, movedRL: -1}
 }
 
 // source identifies where the current output scope's records come from.
@@ -159,7 +157,7 @@ func (o *output) scope(src source, obj *k8sevent.ObjectRef, rl plog.ResourceLogs
 // there. The only record of its ResourceLogs moves with its ResourceLogs:
 // no other record needs that resource or scope. Then, for an emitted
 // record, the resource is returned as it came, with whole true (the
-// caller makes it the record's: k8sevent.StateEncoder.EncodeEmittedOwn).
+// caller makes it the record's: ownResource).
 func (o *output) place(src source, obj *k8sevent.ObjectRef, rl plog.ResourceLogs, sl plog.ScopeLogs,
 	lr plog.LogRecord,
 ) (dst plog.LogRecord, res pcommon.Map, whole bool) {
@@ -237,20 +235,17 @@ func (o *output) pass(src source, rl plog.ResourceLogs, sl plog.ScopeLogs, lr pl
 }
 
 // emitInput writes an emission made of the input record lr, whose decoded
-// and repaired Event is ev: the repairs and the state in one pass over the
-// record's attributes, and, for a record that moved with its resource, the
-// resource made its own in one pass over it, whence the source host moves
-// onto the record (k8sevent.StateEncoder.EncodeEmittedOwn).
+// and repaired Event is ev: the repairs and the state on the record, and,
+// for a record that moved with its resource, the resource made its own.
 func (o *output) emitInput(src source, rl plog.ResourceLogs, sl plog.ScopeLogs, lr plog.LogRecord,
 	em *engine.Emission, ev *k8sevent.Event, problems k8sevent.Problem,
 ) {
 	src.emitted = true
 	dst, res, whole := o.place(src, &ev.Regarding, rl, sl, lr)
 	st := o.state(em)
+	k8sevent.EncodeEmitted(dst, ev, problems, &st)
 	if whole {
-		o.enc.EncodeEmittedOwn(dst, ev, problems, &st, res, src.dupKeys)
-	} else {
-		o.enc.EncodeEmitted(dst, ev, problems, &st)
+		ownResource(res, src, &ev.Regarding)
 	}
 	o.note(dst, em)
 }
@@ -262,7 +257,7 @@ func (o *output) emitTimer(em *engine.Emission) {
 	k8sevent.Encode(&em.Event, dst)
 	dst.SetObservedTimestamp(pcommon.Timestamp(em.At))
 	st := o.state(em)
-	o.enc.Encode(dst, &st)
+	k8sevent.EncodeState(dst, &st)
 	o.note(dst, em)
 }
 

@@ -53,9 +53,7 @@ type eventSeriesProcessor struct {
 	attempted  chan struct{} // closed (and replaced) after each attempt to hand on what waits
 	resends    resendMemory  // batches counted whose answer may not have reached their sender (resend.go)
 	reported   engine.Stats
-	enc        k8sevent.StateEncoder // of the records decided (output)
-	marks      []bool                // output.deferFrom's, reused
-	sanitizer  k8sevent.Sanitizer    // of the records observed
+	marks      []bool // output.deferFrom's, reused
 	logRate    *ratelog.Limiter[k8sevent.Problem]
 	refusalLog *ratelog.Limiter[string]
 	timerAt    int64         // deadline the goroutine waits for; 0 when none
@@ -226,7 +224,7 @@ func (p *eventSeriesProcessor) ConsumeLogs(ctx context.Context, ld plog.Logs) er
 // observe decides the batch's records at the processing clock wall; the
 // caller holds p.mu and the turn.
 func (p *eventSeriesProcessor) observe(ctx context.Context, ld plog.Logs, wall int64) output {
-	out := newOutput(p.cfg.Mode == modeLegacy, &p.enc)
+	out := newOutput(p.cfg.Mode == modeLegacy)
 	var counts problemCounts
 	batchNow := wall
 	if p.eventTime {
@@ -276,7 +274,7 @@ func (p *eventSeriesProcessor) observe(ctx context.Context, ld plog.Logs, wall i
 				if p.eventTime {
 					now = p.eventNow(ev.Time.UnixNano(), limit, &counts)
 				}
-				repaired, fatal := p.sanitizer.Sanitize(&ev, time.Unix(0, now))
+				repaired, fatal := k8sevent.Sanitize(&ev, time.Unix(0, now))
 				problems |= resProblems | repaired
 				if fatal != 0 {
 					// An Event record that cannot be made valid is dropped
@@ -340,7 +338,7 @@ func (p *eventSeriesProcessor) eventNow(t, limit int64, c *problemCounts) int64 
 
 // timerRecords makes the records of emissions no input carries; the caller holds p.mu.
 func (p *eventSeriesProcessor) timerRecords(ems []engine.Emission) output {
-	out := newOutput(p.cfg.Mode == modeLegacy, &p.enc)
+	out := newOutput(p.cfg.Mode == modeLegacy)
 	for i := range ems {
 		out.emitTimer(&ems[i])
 	}
