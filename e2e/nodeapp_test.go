@@ -75,7 +75,8 @@ func TestNodeAppWritesTheGoRecordersEvents(t *testing.T) {
 	}()
 	half := len(occs) / 2
 	rotated := nodeSide.rig.serviceAccount(t, "shop", "app-rotated", "shop", "default")
-	flushed, done := runNodeApp(ctx, t, node, dir, nodeSide, occs, half, func() { writeToken(t, nodeSide.tokenFile, rotated) })
+	flushed, done := runNodeApp(ctx, t, node, dir, nodeSide.url(), nodeSide.tokenFile, occs, half,
+		func() { writeToken(t, nodeSide.tokenFile, rotated) })
 	wg.Wait()
 	require.NoError(t, goErr, "recorder/example")
 
@@ -194,6 +195,9 @@ service:
 	return s
 }
 
+// url is the collector's OTLP/HTTP logs URL.
+func (s *ingestSide) url() string { return fmt.Sprintf("http://127.0.0.1:%d/v1/logs", s.httpPort) }
+
 func (s *ingestSide) name(i int) string { return [...]string{"Node app", "Go recorder"}[i] }
 
 // writeToken replaces the token file as kubelet does: a new file renamed
@@ -210,15 +214,31 @@ type nodeCounts struct {
 	Recorded, Invalid, Sent, Failed int
 }
 
-// runNodeApp runs the Node example against side's HTTP port: it writes
-// the first half occurrences to its input, and an empty line (flush); once
-// the app says it flushed, calls rotate, writes the rest and closes the
-// input. It answers the counts the app printed after the flush and at its
-// end.
-func runNodeApp(ctx context.Context, t *testing.T, node, dir string, side *ingestSide, occs []storm.Occurrence, half int, rotate func()) (flushed, done nodeCounts) {
+// TestNodeAppCountsWhatItCouldNotSend: with nothing listening where the
+// Node app sends, the SDK's exporter gives up, and the app's counts say
+// every record failed and none was sent (the limit examples/node's README
+// states: delivery is the SDK's, with no buffer beyond its retries).
+func TestNodeAppCountsWhatItCouldNotSend(t *testing.T) {
+	t.Parallel()
+	node, dir := nodeExample(t)
+	occs := stormWindow(t, "crashloop", time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), appRunsMax)
+	defer cancel()
+	nobody := fmt.Sprintf("http://127.0.0.1:%d/v1/logs", freePort(t))
+	flushed, done := runNodeApp(ctx, t, node, dir, nobody, "-", occs, len(occs), func() {})
+	assert.Equal(t, nodeCounts{Recorded: len(occs), Failed: len(occs)}, flushed)
+	assert.Equal(t, flushed, done)
+}
+
+// runNodeApp runs the Node example sending to url with the token of
+// tokenFile ("-": none): it writes the first half occurrences to its
+// input, and an empty line (flush); once the app says it flushed, calls
+// rotate, writes the rest and closes the input. It answers the counts the
+// app printed after the flush and at its end.
+func runNodeApp(ctx context.Context, t *testing.T, node, dir, url, tokenFile string, occs []storm.Occurrence, half int, rotate func()) (flushed, done nodeCounts) {
 	t.Helper()
-	cmd := exec.CommandContext(ctx, node, "main.js", "--url", fmt.Sprintf("http://127.0.0.1:%d/v1/logs", side.httpPort),
-		"--token-file", side.tokenFile, "--controller", appController, "--instance", appInstance,
+	cmd := exec.CommandContext(ctx, node, "main.js", "--url", url,
+		"--token-file", tokenFile, "--controller", appController, "--instance", appInstance,
 		"--max-seconds", fmt.Sprint(int(appRunsMax.Seconds())))
 	cmd.Dir = dir
 	var stderr bytes.Buffer

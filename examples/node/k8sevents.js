@@ -140,21 +140,8 @@ export class EventRecorder {
     // reads the resource's attributes too, and an app's resource may name
     // its own pod's namespace.
     a[KEYS.namespace] = regarding.namespace ?? '';
-    put(a, KEYS.objectKind, regarding.kind);
-    put(a, KEYS.objectName, regarding.name);
-    put(a, KEYS.objectUID, regarding.uid);
-    put(a, KEYS.objectAPIVersion, regarding.apiVersion);
-    put(a, KEYS.objectFieldPath, regarding.fieldPath);
-    put(a, KEYS.objectResourceVersion, regarding.resourceVersion);
-    if (related) {
-      put(a, KEYS.relatedKind, related.kind);
-      put(a, KEYS.relatedName, related.name);
-      put(a, KEYS.relatedNamespace, related.namespace);
-      put(a, KEYS.relatedUID, related.uid);
-      put(a, KEYS.relatedAPIVersion, related.apiVersion);
-      put(a, KEYS.relatedFieldPath, related.fieldPath);
-      put(a, KEYS.relatedResourceVersion, related.resourceVersion);
-    }
+    putRef(a, regarding, REGARDING_KEYS);
+    if (related) putRef(a, related, RELATED_KEYS);
     a[KEYS.reportingController] = this.controller;
     put(a, KEYS.reportingInstance, this.instance);
     return a;
@@ -175,6 +162,32 @@ export class EventRecorder {
   shutdown() {
     return this.provider.shutdown();
   }
+}
+
+// The attribute key of each field of an object reference: the regarding
+// object's namespace is written apart (even when empty), the related one's
+// here.
+const REGARDING_KEYS = {
+  kind: KEYS.objectKind,
+  name: KEYS.objectName,
+  uid: KEYS.objectUID,
+  apiVersion: KEYS.objectAPIVersion,
+  fieldPath: KEYS.objectFieldPath,
+  resourceVersion: KEYS.objectResourceVersion,
+};
+const RELATED_KEYS = {
+  kind: KEYS.relatedKind,
+  name: KEYS.relatedName,
+  namespace: KEYS.relatedNamespace,
+  uid: KEYS.relatedUID,
+  apiVersion: KEYS.relatedAPIVersion,
+  fieldPath: KEYS.relatedFieldPath,
+  resourceVersion: KEYS.relatedResourceVersion,
+};
+
+// putRef writes the non-empty fields of ref under keys.
+function putRef(attrs, ref, keys) {
+  for (const [field, key] of Object.entries(keys)) put(attrs, key, ref[field]);
 }
 
 function put(attrs, key, value) {
