@@ -28,11 +28,17 @@ test: test-deps
 
 # test-deps: what make test needs before its tests, two jobs at a time; lint after the image, so that
 # ocb's build is not slowed down by vet's.
-.PHONY: test-deps image-then-lint
+.PHONY: test-deps image-then-lint node-example
 test-deps:
-	$(MAKE) --no-print-directory -j2 apiserver image-then-lint
+	$(MAKE) --no-print-directory -j2 apiserver image-then-lint node-example
 image-then-lint: image
 	$(MAKE) --no-print-directory lint
+
+## node-example: examples/node's npm packages, as its package-lock.json pins them (npm ci, seconds from npm's cache),
+## for e2e/nodeapp_test.go. Without npm it says so and goes on: that test then skips, or fails under CI=true.
+node-example:
+	@if command -v npm >/dev/null 2>&1; then cd examples/node && npm ci --prefer-offline --no-audit --no-fund --loglevel=error; \
+	else echo "npm not found: examples/node not installed, TestNodeAppWritesTheGoRecordersEvents skips (fails under CI=true)"; fi
 
 ## lint: gofmt; mdatagen's output matches metadata.yaml (regenerated in a temp copy by tools/check-generated.sh,
 ## the working tree is never written); go vet. vet runs with -race, so the packages it compiles are the ones

@@ -17,14 +17,15 @@ const ScopeName = "github.com/k8sevents/otel-k8sevents/recorder"
 // the records carry the provider's resource, scope and attribute limits
 // exactly as any SDK user's would. Only the worker goroutine uses it.
 type encoder struct {
-	logger    log.Logger
-	collected *collector
+	logger     log.Logger
+	collected  *collector
+	sourceHost string // Options.SourceHost, on tools/record records
 }
 
-func newEncoder(res *resource.Resource) *encoder {
+func newEncoder(res *resource.Resource, sourceHost string) *encoder {
 	c := &collector{}
 	lp := sdklog.NewLoggerProvider(sdklog.WithResource(res), sdklog.WithProcessor(c))
-	return &encoder{logger: lp.Logger(ScopeName), collected: c}
+	return &encoder{logger: lp.Logger(ScopeName), collected: c, sourceHost: sourceHost}
 }
 
 // encode appends the records of entries to dst.
@@ -33,7 +34,7 @@ func (enc *encoder) encode(dst []sdklog.Record, entries []entry) []sdklog.Record
 	var rec log.Record
 	for i := range entries {
 		rec = log.Record{}
-		fillRecord(&rec, &entries[i])
+		fillRecord(&rec, &entries[i], enc.sourceHost)
 		enc.logger.Emit(context.Background(), rec)
 	}
 	out := enc.collected.records
@@ -44,8 +45,9 @@ func (enc *encoder) encode(dst []sdklog.Record, entries []entry) []sdklog.Record
 // fillRecord writes one entry per the log-record contract: the note as
 // body, the type as severity, the call's time as timestamp, the regarding
 // and related objects, reason, action, reporter and annotations as
-// attributes.
-func fillRecord(rec *log.Record, e *entry) {
+// attributes; a tools/record entry also the core/v1 source (component and
+// sourceHost, when not empty), as client-go's tools/record fills it.
+func fillRecord(rec *log.Record, e *entry, sourceHost string) {
 	rec.SetEventName(EventName)
 	rec.SetTimestamp(e.at)
 	rec.SetObservedTimestamp(e.at)
@@ -71,6 +73,7 @@ func fillRecord(rec *log.Record, e *entry) {
 	kv = appendNonEmpty(kv, AttrReportingInstance, e.instance)
 	if e.legacy {
 		kv = append(kv, attribute.String(AttrSourceComponent, e.controller))
+		kv = appendNonEmpty(kv, AttrSourceHost, sourceHost)
 	}
 	for k, v := range e.annotations {
 		kv = append(kv, attribute.String(AnnotationPrefix+k, v))

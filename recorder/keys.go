@@ -22,7 +22,7 @@ const (
 	AttrObjectFieldPath     = "k8s.object.fieldpath"
 	AttrObjectResourceVer   = "k8s.object.resource_version"
 	AttrSourceComponent     = "k8s.event.source.component"
-	AttrNodeName            = "k8s.node.name" // legacy source host
+	AttrSourceHost          = "k8s.event.source.host" // core/v1 source.host
 	AttrReportingController = "k8s.event.reporting_controller"
 	AttrReportingInstance   = "k8s.event.reporting_instance"
 	AttrRelatedKind         = "k8s.event.related.kind"

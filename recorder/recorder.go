@@ -3,7 +3,8 @@
 // tools/events.EventRecorder (and controller-runtime's recorder.Provider)
 // and turns each call into one OpenTelemetry log record per the
 // otel-k8sevents log-record contract, sent over OTLP to a collector that
-// folds them into Events (eventseries processor, k8sevents exporter).
+// folds them into Events (the k8seventsotlp receiver, the eventseries
+// processor, the k8sevents exporter).
 //
 // A call never blocks and never starts a goroutine: it formats the note,
 // resolves the object reference (as client-go does) and puts a small entry
@@ -48,8 +49,9 @@ type Options struct {
 	ReportingController string
 	// ReportingInstance names this replica; default: the host name.
 	ReportingInstance string
-	// SourceHost is the core/v1 source.host (k8s.node.name); default none,
-	// as client-go leaves it for controllers. Kubelet-like agents set the node.
+	// SourceHost is the core/v1 source.host (k8s.event.source.host) of
+	// tools/record events, and their reporting instance; default none, as
+	// client-go leaves it for controllers. Kubelet-like agents set the node.
 	SourceHost string
 
 	// Exporter replaces the OTLP exporter built from Protocol and Endpoint.
@@ -157,7 +159,7 @@ func New(ctx context.Context, opts Options) (*Recorder, error) {
 	}
 	r := &Recorder{
 		opts: opts, now: time.Now, queue: make(chan entry, opts.QueueSize), exporter: exp,
-		enc:      newEncoder(opts.Resource),
+		enc:      newEncoder(opts.Resource, opts.SourceHost),
 		stopping: make(chan struct{}), done: make(chan struct{}),
 	}
 	r.ctx, r.cancel = context.WithCancel(context.Background())

@@ -23,11 +23,18 @@ import (
 // of one Eventf call on the same input (read off its broadcaster).
 func clientGoLegacyEvent(t *testing.T, call func(record.EventRecorder)) *corev1.Event {
 	t.Helper()
+	return clientGoLegacyEventFrom(t, "test-0", call)
+}
+
+// clientGoLegacyEventFrom is clientGoLegacyEvent with host as the
+// recorder's EventSource.Host.
+func clientGoLegacyEventFrom(t *testing.T, host string, call func(record.EventRecorder)) *corev1.Event {
+	t.Helper()
 	b := record.NewBroadcaster()
 	defer b.Shutdown()
 	got := make(chan *corev1.Event, 1)
 	b.StartEventWatcher(func(ev *corev1.Event) { got <- ev })
-	call(b.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "example.com/test-controller", Host: "test-0"}))
+	call(b.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "example.com/test-controller", Host: host}))
 	return <-got
 }
 
@@ -48,8 +55,14 @@ func clientGoEventsEvent(t *testing.T, call func(events.EventRecorder)) *eventsv
 // recordOf is the one record our recorder sends for one call.
 func recordOf(t *testing.T, call func(r *Recorder)) sdklog.Record {
 	t.Helper()
+	return recordWith(t, nil, call)
+}
+
+// recordWith is recordOf with Options changed by mod.
+func recordWith(t *testing.T, mod func(*Options), call func(r *Recorder)) sdklog.Record {
+	t.Helper()
 	exp := &memExporter{}
-	r := newTestRecorder(t, exp, nil)
+	r := newTestRecorder(t, exp, mod)
 	call(r)
 	if err := r.Shutdown(context.Background()); err != nil {
 		t.Fatal(err)
@@ -101,6 +114,40 @@ func TestLegacyRecordMatchesClientGo(t *testing.T) {
 	}
 	if o.Kind != "Pod" || o.APIVersion != "v1" || wantRun != "7" {
 		t.Fatalf("client-go's reference %+v annotations %v: the comparison would be empty", o, want.Annotations)
+	}
+}
+
+// TestSourceHostMatchesClientGo: with SourceHost set, as a node agent
+// sets client-go's EventSource.Host, a tools/record record carries the
+// source host under the contract's key and reports it as the instance,
+// as client-go's core/v1 Event does; a tools/events record carries no
+// source, as client-go's events.k8s.io Event has no deprecatedSource.
+func TestSourceHostMatchesClientGo(t *testing.T) {
+	pod := testPod("web-3")
+	want := clientGoLegacyEventFrom(t, "node-7", func(rec record.EventRecorder) {
+		rec.Event(pod, corev1.EventTypeNormal, "Pulled", "pulled")
+	})
+	onNode := func(o *Options) { o.SourceHost = "node-7" }
+	legacy := recordWith(t, onNode, func(r *Recorder) {
+		r.LegacyRecorder(nil, "").Event(pod, corev1.EventTypeNormal, "Pulled", "pulled")
+	})
+	got := attrs(&legacy)
+	if want.Source.Host != "node-7" || got[AttrSourceHost] != want.Source.Host || got[AttrReportingInstance] != want.ReportingInstance {
+		t.Errorf("source host %q, instance %q; client-go's source %+v, instance %q",
+			got[AttrSourceHost], got[AttrReportingInstance], want.Source, want.ReportingInstance)
+	}
+	if _, ok := got["k8s.node.name"]; ok {
+		t.Errorf("k8s.node.name written: the contract's key for the source host is %s", AttrSourceHost)
+	}
+	wantNew := clientGoEventsEvent(t, func(rec events.EventRecorder) {
+		rec.Eventf(pod, nil, corev1.EventTypeNormal, "Pulled", "Pull", "pulled")
+	})
+	newer := recordWith(t, onNode, func(r *Recorder) {
+		r.EventsRecorder(nil, "").Eventf(pod, nil, corev1.EventTypeNormal, "Pulled", "Pull", "pulled")
+	})
+	gotNew := attrs(&newer)
+	if v, ok := gotNew[AttrSourceHost]; ok || wantNew.DeprecatedSource.Host != "" {
+		t.Errorf("tools/events record has source host %q; client-go's deprecatedSource %+v", v, wantNew.DeprecatedSource)
 	}
 }
 

@@ -8,11 +8,13 @@
 //	events.Eventf(pod, nil, corev1.EventTypeWarning, "BackOff", "Restart", "Back-off restarting %s", name)
 //
 // The endpoint comes from -endpoint or the OTEL_EXPORTER_OTLP_* variables.
-// At the end it prints one JSON line: what it emitted and the recorder's
-// counters.
+// With -input it reports the occurrences of a file instead (JSON lines, the
+// shape -print writes, with an optional action and related object). At the
+// end it prints one JSON line: what it emitted and the recorder's counters.
 package main
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"flag"
@@ -23,8 +25,7 @@ import (
 	"syscall"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/types"
+	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/events"
 
 	"github.com/k8sevents/otel-k8sevents/recorder"
@@ -32,7 +33,7 @@ import (
 
 type flags struct {
 	endpoint, protocol, controller, instance string
-	tokenFile                                string
+	tokenFile, input                         string
 	insecure, print                          bool
 	fallbackKubeconfig                       string
 	fallbackAfter, fallbackSettle            time.Duration
@@ -55,6 +56,7 @@ func parseFlags() flags {
 	flag.IntVar(&f.queue, "queue", 0, "recorder queue size (0: the default, 10,000)")
 	flag.DurationVar(&f.shutdownTimeout, "shutdown-timeout", time.Minute, "how long Shutdown may retry to deliver what is queued")
 	flag.BoolVar(&f.print, "print", false, "print the storm as JSON lines and exit")
+	flag.StringVar(&f.input, "input", "", "report the occurrences of this JSON-lines file (the -print shape) instead of the crashloop storm")
 	flag.StringVar(&f.fallbackKubeconfig, "fallback-kubeconfig", "", "kubeconfig of an API server to write to through client-go's tools/record once the collector has been unreachable for -fallback-after (default: no fallback)")
 	flag.DurationVar(&f.fallbackAfter, "fallback-after", 30*time.Second, "how long the collector may be unreachable before the fallback takes over")
 	flag.DurationVar(&f.fallbackSettle, "fallback-settle", time.Minute, "at most how long to wait after shutdown for client-go's fallback recorder to finish its writes")
@@ -76,6 +78,12 @@ type summary struct {
 func main() {
 	f := parseFlags()
 	storm := crashloop()
+	if f.input != "" {
+		var err error
+		if storm, err = readOccurrences(f.input); err != nil {
+			fail(err)
+		}
+	}
 	if f.count > 0 && f.count < len(storm) {
 		storm = storm[:f.count]
 	}
@@ -143,11 +151,16 @@ func emit(ctx context.Context, events events.EventRecorder, storm []occurrence, 
 		if ctx.Err() != nil || time.Now().After(deadline) {
 			return i, peak
 		}
-		// As kubelet does: the container is named by the reference's field path.
-		pod := &corev1.ObjectReference{Kind: o.Regarding.Kind, APIVersion: o.Regarding.APIVersion, Namespace: o.Regarding.Namespace,
-			Name: o.Regarding.Name, UID: types.UID(o.Regarding.UID), FieldPath: o.Regarding.FieldPath}
 		// events.k8s.io requires an action; the storm's kubelet has none, so the reason is it.
-		events.Eventf(pod, nil, o.Type, o.Reason, o.Reason, "%s", o.Note)
+		action := o.Action
+		if action == "" {
+			action = o.Reason
+		}
+		var related k8sruntime.Object // a nil *ObjectReference would not be a nil interface
+		if o.Related != nil {
+			related = o.Related.reference()
+		}
+		events.Eventf(o.Regarding.reference(), related, o.Type, o.Reason, action, "%s", o.Note)
 		peak = max(peak, runtime.NumGoroutine())
 		select {
 		case <-progress.C:
@@ -157,6 +170,29 @@ func emit(ctx context.Context, events events.EventRecorder, storm []occurrence, 
 		}
 	}
 	return len(storm), peak
+}
+
+// readOccurrences reads a JSON-lines file of occurrences.
+func readOccurrences(path string) ([]occurrence, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var occs []occurrence
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
+	for sc.Scan() {
+		var o occurrence
+		if err := json.Unmarshal(sc.Bytes(), &o); err != nil {
+			return nil, fmt.Errorf("%s line %d: %w", path, len(occs)+1, err)
+		}
+		occs = append(occs, o)
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("read %s: %w", path, err)
+	}
+	return occs, nil
 }
 
 func wait(ctx context.Context, at time.Time) error {

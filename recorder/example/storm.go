@@ -5,6 +5,9 @@ import (
 	"math/rand/v2"
 	"sort"
 	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 // occurrence is one event the fake controller reports, in the JSON shape
@@ -14,19 +17,29 @@ type occurrence struct {
 	Time       time.Time `json:"time"`
 	Type       string    `json:"type"`
 	Reason     string    `json:"reason"`
+	Action     string    `json:"action,omitempty"`
 	Note       string    `json:"note"`
 	Regarding  ref       `json:"regarding"`
+	Related    *ref      `json:"related,omitempty"`
 	Controller string    `json:"controller"`
 	Instance   string    `json:"instance"`
 }
 
 type ref struct {
-	Kind       string `json:"kind"`
-	Namespace  string `json:"namespace,omitempty"`
-	Name       string `json:"name"`
-	UID        string `json:"uid,omitempty"`
-	APIVersion string `json:"apiVersion,omitempty"`
-	FieldPath  string `json:"fieldPath,omitempty"`
+	Kind            string `json:"kind"`
+	Namespace       string `json:"namespace,omitempty"`
+	Name            string `json:"name"`
+	UID             string `json:"uid,omitempty"`
+	APIVersion      string `json:"apiVersion,omitempty"`
+	FieldPath       string `json:"fieldPath,omitempty"`
+	ResourceVersion string `json:"resourceVersion,omitempty"`
+}
+
+// reference is r as the object reference a controller holds (kubelet
+// names the container by the field path).
+func (r *ref) reference() *corev1.ObjectReference {
+	return &corev1.ObjectReference{Kind: r.Kind, APIVersion: r.APIVersion, Namespace: r.Namespace, Name: r.Name,
+		UID: types.UID(r.UID), FieldPath: r.FieldPath, ResourceVersion: r.ResourceVersion}
 }
 
 // stormStart is when the storm's clock begins; only the gaps matter.
