@@ -120,12 +120,11 @@ func (r *otlpReceiver) consume(ctx context.Context, ld plog.Logs) (refusals, err
 // recordNamespaces is each record's Event namespace in ld's order, ""
 // for a record that holds no Event an exporter could write.
 func recordNamespaces(ld plog.Logs) []string {
-	var s k8sevent.Sanitizer
 	out := make([]string, 0, ld.LogRecordCount())
 	for _, rl := range ld.ResourceLogs().All() {
 		for _, sl := range rl.ScopeLogs().All() {
 			for _, lr := range sl.LogRecords().All() {
-				out = append(out, eventNamespace(&s, rl.Resource(), lr))
+				out = append(out, eventNamespace(rl.Resource(), lr))
 			}
 		}
 	}
@@ -136,12 +135,12 @@ func recordNamespaces(ld plog.Logs) []string {
 // k8sevents exporter repairs a record with k8sevent.Sanitize first, as
 // here, and writes it in its ObjectNamespace. "": no Event, or one that
 // cannot be made valid.
-func eventNamespace(s *k8sevent.Sanitizer, res pcommon.Resource, lr plog.LogRecord) string {
+func eventNamespace(res pcommon.Resource, lr plog.LogRecord) string {
 	ev, _, found := k8sevent.Decode(res, lr, k8sevent.DecodeOptions{SkipTimes: true})
 	if !found {
 		return ""
 	}
-	if _, fatal := s.Sanitize(&ev, time.Time{}); fatal != 0 {
+	if _, fatal := k8sevent.Sanitize(&ev, time.Time{}); fatal != 0 {
 		return ""
 	}
 	return ev.ObjectNamespace()
