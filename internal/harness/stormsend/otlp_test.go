@@ -45,7 +45,8 @@ type collector struct {
 	plogotlp.UnimplementedGRPCServer
 	mu       sync.Mutex
 	requests []plog.Logs
-	refuse   int // the first refuse requests get Unavailable
+	arrived  []time.Time // when each of requests arrived
+	refuse   int         // the first refuse requests get Unavailable
 }
 
 func (c *collector) Export(_ context.Context, req plogotlp.ExportRequest) (plogotlp.ExportResponse, error) {
@@ -58,6 +59,7 @@ func (c *collector) Export(_ context.Context, req plogotlp.ExportRequest) (plogo
 	ld := plog.NewLogs()
 	req.Logs().CopyTo(ld)
 	c.requests = append(c.requests, ld)
+	c.arrived = append(c.arrived, time.Now())
 	return plogotlp.NewExportResponse(), nil
 }
 
@@ -124,11 +126,25 @@ func TestOTLPRestamp(t *testing.T) {
 
 func TestOTLPPacesAtSpeed(t *testing.T) {
 	c := &collector{}
-	// 3 occurrences 1 s apart at speed 4: the last is due 500 ms after the start.
-	st, err := OTLP(context.Background(), startCollector(t, c), stream("shop", 3, time.Second), Options{Speed: 4})
+	// 3 occurrences 1 s apart at speed 4: occurrence k is due k*250 ms after
+	// the start. A loaded sender may put two that are due into one request,
+	// but none may arrive before it is due.
+	addr := startCollector(t, c)
+	start := time.Now()
+	st, err := OTLP(context.Background(), addr, stream("shop", 3, time.Second), Options{Speed: 4})
 	require.NoError(t, err)
 	assert.GreaterOrEqual(t, st.Elapsed, 500*time.Millisecond)
-	assert.Len(t, c.requests, 3, "each occurrence sent when due")
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	k := 0
+	for i, ld := range c.requests {
+		for range ld.LogRecordCount() {
+			due := start.Add(time.Duration(k) * 250 * time.Millisecond)
+			assert.False(t, c.arrived[i].Before(due), "occurrence %d arrived %s before it was due", k, due.Sub(c.arrived[i]))
+			k++
+		}
+	}
+	assert.Equal(t, 3, k, "every occurrence sent")
 }
 
 func TestOTLPBounds(t *testing.T) {
