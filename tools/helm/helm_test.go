@@ -101,6 +101,42 @@ func TestHelmImageByDigest(t *testing.T) {
 	}
 }
 
+// TestHelmTier2Ring: tier 1 routes to one tier-2 pod per replica, by its
+// stable name, but the otlp.tier2.draining last ones, which keep running;
+// draining every pod is refused.
+func TestHelmTier2Ring(t *testing.T) {
+	ch, err := loadChart(root)
+	require.NoError(t, err)
+	tier2 := func(replicas, draining int) map[string]any {
+		return merge(image("", false), map[string]any{"otlp": map[string]any{"enabled": true,
+			"tier2": map[string]any{"replicas": replicas, "draining": draining}}})
+	}
+	for _, c := range []struct{ replicas, draining, routed int }{{3, 0, 3}, {1, 0, 1}, {5, 0, 5}, {4, 1, 3}, {4, 3, 1}} {
+		out, err := render(ch, tier2(c.replicas, c.draining), "otel-k8sevents")
+		require.NoError(t, err)
+		var want []string
+		for i := range c.routed {
+			want = append(want, fmt.Sprintf("otelcol-tier2-%d.otelcol-tier2:4317", i))
+		}
+		var tier1 appsv1.Deployment
+		var ss appsv1.StatefulSet
+		for _, doc := range documents(out) {
+			if strings.Contains(doc, "\nkind: Deployment\n") {
+				require.NoError(t, yaml.UnmarshalStrict([]byte(doc), &tier1))
+			}
+			if strings.Contains(doc, "\nkind: StatefulSet\n") && strings.Contains(doc, "\n  name: otelcol-tier2\n") {
+				require.NoError(t, yaml.UnmarshalStrict([]byte(doc), &ss))
+			}
+		}
+		var ring []string
+		require.NoError(t, yaml.Unmarshal([]byte(envOf(tier1.Spec.Template.Spec.Containers[0].Env, "TIER2_ENDPOINTS")), &ring))
+		assert.Equal(t, want, ring, "%d replicas, %d draining", c.replicas, c.draining)
+		assert.EqualValues(t, c.replicas, *ss.Spec.Replicas)
+	}
+	_, err = render(ch, tier2(2, 2), "otel-k8sevents")
+	assert.ErrorContains(t, err, "otlp.tier2.draining (2) must be less than otlp.tier2.replicas (2)")
+}
+
 func image(digest string, required bool) map[string]any {
 	return map[string]any{"image": map[string]any{"digest": digest, "requireDigest": required}}
 }

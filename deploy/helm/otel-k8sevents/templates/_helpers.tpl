@@ -17,8 +17,14 @@ sha256:<64 hex> is refused always.
 
 {{/*
 The tier-2 collectors tier 1 routes to, by the stable names of the
-StatefulSet's pods: [otelcol-tier2-0.otelcol-tier2:4317, ...], one per replica.
+StatefulSet's pods: [otelcol-tier2-0.otelcol-tier2:4317, ...], one per
+replica but the otlp.tier2.draining last ones.
 */}}
 {{- define "otel-k8sevents.tier2Endpoints" -}}
-[{{ range $i, $_ := until (int .Values.otlp.tier2.replicas) }}{{ if $i }}, {{ end }}otelcol-tier2-{{ $i }}.otelcol-tier2:4317{{ end }}]
+{{- $tier2 := .Values.otlp.tier2 -}}
+{{- $routed := sub $tier2.replicas $tier2.draining | int -}}
+{{- if lt $routed 1 -}}
+{{- fail (printf "otlp.tier2.draining (%v) must be less than otlp.tier2.replicas (%v)" $tier2.draining $tier2.replicas) -}}
+{{- end -}}
+[{{ range $i, $_ := until $routed }}{{ if $i }}, {{ end }}otelcol-tier2-{{ $i }}.otelcol-tier2:4317{{ end }}]
 {{- end -}}
