@@ -12,6 +12,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"helm.sh/helm/v4/pkg/chart/v2/lint"
+	"helm.sh/helm/v4/pkg/chart/v2/lint/support"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/yaml"
@@ -135,6 +137,18 @@ func TestHelmTier2Ring(t *testing.T) {
 	}
 	_, err = render(ch, tier2(2, 2), "otel-k8sevents")
 	assert.ErrorContains(t, err, "otlp.tier2.draining (2) must be less than otlp.tier2.replicas (2)")
+}
+
+// TestHelmLint: helm lint --strict has nothing to say of the chart (but
+// information, such as that it has no icon), for both shapes.
+func TestHelmLint(t *testing.T) {
+	digest := "sha256:" + strings.Repeat("0123456789abcdef", 4)
+	for _, vals := range []map[string]any{image(digest, true), merge(image(digest, true), map[string]any{"otlp": map[string]any{"enabled": true}})} {
+		l := lint.RunAll(filepath.Join(root, chartDir), vals, "otel-k8sevents")
+		for _, m := range l.Messages {
+			assert.LessOrEqual(t, m.Severity, support.InfoSev, "%s", m)
+		}
+	}
 }
 
 func image(digest string, required bool) map[string]any {
