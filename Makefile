@@ -5,7 +5,7 @@ PKGS    := ./...
 # Tests that need a real API server find the binaries here.
 export KUBETEST_BIN_DIR := $(BIN)
 
-.PHONY: all build test lint bench fuzz apiserver generate streams run otelcol image
+.PHONY: all build test lint bench fuzz apiserver generate streams run otelcol image deploy
 
 all: build
 
@@ -18,13 +18,14 @@ build:
 ## -vet=off: lint, which runs first, vets the same packages with every analyzer (go test's default runs a
 ## subset) and the same -race build; -ldflags=-w: test binaries without DWARF link about a quarter faster.
 ## -parallel 3: the e2e package's parallel tests (mostly waiting on paced storms and faults) three at a time.
-## The other Go modules: recorder and tools/image have tests, run below; tools/mdatagen and tools/kube only
+## The other Go modules: recorder, tools/image and tools/helm have tests, run below; tools/mdatagen and tools/kube only
 ## pin tools (no package, no test): lint's go generate builds and runs mdatagen through tools/mdatagen/go.mod,
 ## apiserver builds kube-apiserver and etcd through tools/kube (internal/harness TestEveryModuleIsCoveredByMakeTest).
 test: test-deps
 	$(GO) test -race -vet=off -ldflags=-w -parallel 3 -count=1 -timeout 30m $(PKGS)
 	cd recorder && $(GO) test -race -vet=off -ldflags=-w -count=1 -timeout 10m .  # ./example has no tests: vet and e2e/recorder_test.go build it
 	cd tools/image && GOWORK=off $(GO) test -race -count=1 -timeout 5m .  # make image's builder; e2e/image_test.go checks its image
+	cd tools/helm && GOWORK=off $(GO) test -race -count=1 -timeout 10m .  # the Helm chart: deploy/ is its output; installed on a real API server
 
 # test-deps: what make test needs before its tests, two jobs at a time; lint after the image, so that
 # ocb's build is not slowed down by vet's.
@@ -85,6 +86,11 @@ otelcol: $(BIN)/builder
 ## without a container daemon by tools/image (go-containerregistry): docker load, podman load or crane push it.
 image: otelcol
 	cd tools/image && GOWORK=off $(GO) run . -binary $(BIN)/otelcol-k8sevents -configs $(CURDIR)/testdata/config -out $(BIN)/otelcol-k8sevents-image.tar
+
+## deploy: deploy/*.yaml rendered from the Helm chart deploy/helm/otel-k8sevents with deploy/helm/deploy-values.yaml
+## (tools/helm, Helm's Go library; TestHelmDeployIsGenerated fails while deploy/ differs from it).
+deploy:
+	cd tools/helm && GOWORK=off $(GO) run . $(CURDIR)
 
 $(BIN)/builder:
 	GOBIN=$(BIN) $(GO) install go.opentelemetry.io/collector/cmd/builder@$(OCB_VERSION)

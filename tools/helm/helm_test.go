@@ -1,0 +1,216 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"helm.sh/helm/v4/pkg/chart/v2/lint"
+	"helm.sh/helm/v4/pkg/chart/v2/lint/support"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/yaml"
+)
+
+const root = "../.."
+
+func TestMain(m *testing.M) {
+	quietSymlinks()
+	os.Exit(m.Run())
+}
+
+// TestHelmDeployIsGenerated: deploy/ is the chart rendered with
+// deploy-values.yaml, byte for byte (make deploy writes it), and holds
+// nothing else but kustomization.yaml. A change to a template, to
+// values.yaml or to a configuration of testdata/config that deploy/ does
+// not have yet fails here.
+func TestHelmDeployIsGenerated(t *testing.T) {
+	files, err := deployManifests(root)
+	require.NoError(t, err)
+	for name, want := range files {
+		got, err := os.ReadFile(filepath.Join(root, deployDir, name))
+		require.NoError(t, err)
+		if !bytes.Equal(want, got) {
+			t.Errorf("deploy/%s is not what the chart renders (run make deploy): %s", name, firstDiff(want, got))
+		}
+	}
+	onDisk, err := filepath.Glob(filepath.Join(root, deployDir, "*.yaml"))
+	require.NoError(t, err)
+	for _, f := range onDisk {
+		if name := filepath.Base(f); name != "kustomization.yaml" && files[name] == nil {
+			t.Errorf("deploy/%s does not come from the chart: add it to the chart (and deployFiles)", name)
+		}
+	}
+}
+
+// firstDiff shows the first line where want and got differ.
+func firstDiff(want, got []byte) string {
+	w, g := strings.Split(string(want), "\n"), strings.Split(string(got), "\n")
+	for i := range max(len(w), len(g)) {
+		if i >= len(w) || i >= len(g) || w[i] != g[i] {
+			return fmt.Sprintf("line %d: the chart has %s, deploy/ %s", i+1, lineAt(w, i), lineAt(g, i))
+		}
+	}
+	return "no line differs"
+}
+
+func lineAt(lines []string, i int) string {
+	if i >= len(lines) {
+		return "the end of the file"
+	}
+	return strconv.Quote(lines[i])
+}
+
+// TestHelmImageByDigest: the chart refuses to render without a digest
+// (image.requireDigest, the default) and refuses a digest that is not
+// sha256:<64 hex>; with one, every workload runs repository:tag@digest;
+// image.requireDigest=false runs by tag.
+func TestHelmImageByDigest(t *testing.T) {
+	ch, err := loadChart(root)
+	require.NoError(t, err)
+	both := map[string]any{"otlp": map[string]any{"enabled": true}}
+
+	_, err = render(ch, both, "otel-k8sevents")
+	require.ErrorContains(t, err, "image.digest is required")
+	for _, bad := range []string{"latest", "sha256:abc", "sha512:" + strings.Repeat("a", 64), "sha256:" + strings.Repeat("A", 64)} {
+		_, err = render(ch, merge(both, image(bad, true)), "otel-k8sevents")
+		assert.ErrorContains(t, err, "is not sha256:<64 hex digits>", bad)
+	}
+
+	digest := "sha256:" + strings.Repeat("0123456789abcdef", 4)
+	for _, c := range []struct {
+		vals map[string]any
+		want string
+	}{
+		{merge(both, image(digest, true)), "otelcol-k8sevents:0.1.0@" + digest},
+		{merge(both, image(digest, false)), "otelcol-k8sevents:0.1.0@" + digest},
+		{merge(both, image("", false)), "otelcol-k8sevents:0.1.0"},
+	} {
+		out, err := render(ch, c.vals, "otel-k8sevents")
+		require.NoError(t, err)
+		images := workloadImages(t, out)
+		assert.Len(t, images, 3, "the mirror, tier 1 and tier 2")
+		for name, img := range images {
+			assert.Equal(t, c.want, img, name)
+		}
+	}
+}
+
+// TestHelmTier2Ring: tier 1 routes to one tier-2 pod per replica, by its
+// stable name, but the otlp.tier2.draining last ones, which keep running;
+// draining every pod is refused.
+func TestHelmTier2Ring(t *testing.T) {
+	ch, err := loadChart(root)
+	require.NoError(t, err)
+	tier2 := func(replicas, draining int) map[string]any {
+		return merge(image("", false), map[string]any{"otlp": map[string]any{"enabled": true,
+			"tier2": map[string]any{"replicas": replicas, "draining": draining}}})
+	}
+	for _, c := range []struct{ replicas, draining, routed int }{{3, 0, 3}, {1, 0, 1}, {5, 0, 5}, {4, 1, 3}, {4, 3, 1}} {
+		out, err := render(ch, tier2(c.replicas, c.draining), "otel-k8sevents")
+		require.NoError(t, err)
+		var want []string
+		for i := range c.routed {
+			want = append(want, fmt.Sprintf("otelcol-tier2-%d.otelcol-tier2:4317", i))
+		}
+		var tier1 appsv1.Deployment
+		var ss appsv1.StatefulSet
+		for _, doc := range documents(out) {
+			if strings.Contains(doc, "\nkind: Deployment\n") {
+				require.NoError(t, yaml.UnmarshalStrict([]byte(doc), &tier1))
+			}
+			if strings.Contains(doc, "\nkind: StatefulSet\n") && strings.Contains(doc, "\n  name: otelcol-tier2\n") {
+				require.NoError(t, yaml.UnmarshalStrict([]byte(doc), &ss))
+			}
+		}
+		var ring []string
+		require.NoError(t, yaml.Unmarshal([]byte(envOf(tier1.Spec.Template.Spec.Containers[0].Env, "TIER2_ENDPOINTS")), &ring))
+		assert.Equal(t, want, ring, "%d replicas, %d draining", c.replicas, c.draining)
+		assert.EqualValues(t, c.replicas, *ss.Spec.Replicas)
+	}
+	_, err = render(ch, tier2(2, 2), "otel-k8sevents")
+	assert.ErrorContains(t, err, "otlp.tier2.draining (2) must be less than otlp.tier2.replicas (2)")
+}
+
+// TestHelmLint: helm lint --strict has nothing to say of the chart (but
+// information, such as that it has no icon), for both shapes.
+func TestHelmLint(t *testing.T) {
+	digest := "sha256:" + strings.Repeat("0123456789abcdef", 4)
+	for _, vals := range []map[string]any{image(digest, true), merge(image(digest, true), map[string]any{"otlp": map[string]any{"enabled": true}})} {
+		l := lint.RunAll(filepath.Join(root, chartDir), vals, "otel-k8sevents")
+		for _, m := range l.Messages {
+			assert.LessOrEqual(t, m.Severity, support.InfoSev, "%s", m)
+		}
+	}
+}
+
+func image(digest string, required bool) map[string]any {
+	return map[string]any{"image": map[string]any{"digest": digest, "requireDigest": required}}
+}
+
+// merge is a over b, one level deep (what these tests need).
+func merge(a, b map[string]any) map[string]any {
+	out := map[string]any{}
+	for _, m := range []map[string]any{a, b} {
+		for k, v := range m {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+// workloadImages is the image of each StatefulSet's and Deployment's
+// container in rendered, by workload name.
+func workloadImages(t *testing.T, rendered map[string]string) map[string]string {
+	t.Helper()
+	images := map[string]string{}
+	for _, doc := range documents(rendered) {
+		var head struct{ Kind string }
+		require.NoError(t, yaml.Unmarshal([]byte(doc), &head))
+		var name string
+		var pod corev1.PodTemplateSpec
+		switch head.Kind {
+		case "StatefulSet":
+			var s appsv1.StatefulSet
+			require.NoError(t, yaml.UnmarshalStrict([]byte(doc), &s))
+			name, pod = s.Name, s.Spec.Template
+		case "Deployment":
+			var d appsv1.Deployment
+			require.NoError(t, yaml.UnmarshalStrict([]byte(doc), &d))
+			name, pod = d.Name, d.Spec.Template
+		default:
+			continue
+		}
+		require.Len(t, pod.Spec.Containers, 1, name)
+		images[name] = pod.Spec.Containers[0].Image
+	}
+	return images
+}
+
+// documents splits rendered templates into their YAML documents, in the
+// order of the templates' names.
+func documents(rendered map[string]string) []string {
+	var names []string
+	for name := range rendered {
+		if strings.HasSuffix(name, ".yaml") {
+			names = append(names, name)
+		}
+	}
+	slices.Sort(names)
+	var docs []string
+	for _, name := range names {
+		for doc := range strings.SplitSeq(rendered[name], "\n---\n") {
+			if strings.TrimSpace(doc) != "" {
+				docs = append(docs, doc)
+			}
+		}
+	}
+	return docs
+}
