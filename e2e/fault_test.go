@@ -14,7 +14,7 @@ import (
 
 // The end-to-end fault tests (issue 9, item 4): the built collector mirrors
 // a storm from API server A into API server B (k8sevents → eventseries →
-// k8sevent) while B fails in one way. The storm is replayed into A without
+// k8sevents) while B fails in one way. The storm is replayed into A without
 // compression (stormsend.Raw), so A holds exactly the occurrences sent, as
 // Events whose counts grow. Each test asserts what the pipeline promises:
 // every (object, reason) of A is in B with exactly A's total, the sum of

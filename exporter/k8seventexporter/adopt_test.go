@@ -181,7 +181,7 @@ func TestAdoptInterleavedWritersSumExactly(t *testing.T) {
 			core, events, err := r.occurrences(t, objs[0].Name)
 			require.NoError(t, err)
 			assert.Equal(t, []int64{want, want}, []int64{core, events}, "count = the sum of both series (core/v1, events.k8s.io/v1)")
-			assert.EqualValues(t, 1, counter(t, dtel, "otelcol_exporter_k8sevent_writes", "outcome", "adopted_series"))
+			assert.EqualValues(t, 1, counter(t, dtel, "otelcol_exporter_k8sevents_writes", "outcome", "adopted_series"))
 			cw.awaitLast(t, objs[0].Name, want)
 			cw.assertNeverDown(t)
 		})
@@ -202,7 +202,7 @@ func TestAdoptLeavesAFinishedSeriesAlone(t *testing.T) {
 	for _, o := range objs {
 		assert.Len(t, slots(&o), 1, "%s: its own slot only", o.Name)
 	}
-	assert.Zero(t, counter(t, dtel, "otelcol_exporter_k8sevent_writes", "outcome", "adopted_series"))
+	assert.Zero(t, counter(t, dtel, "otelcol_exporter_k8sevents_writes", "outcome", "adopted_series"))
 }
 
 // TestAdoptLeavesLegacyRecordsAlone: records that are not a series (the

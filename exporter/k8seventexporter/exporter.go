@@ -213,14 +213,14 @@ func (e *k8seventExporter) writeOne(ctx context.Context, p *pending) error {
 	ev := p.ev // a failed attempt starts again from the prepared record
 	start := time.Now()
 	out, err := e.w.writeTrusting403(ctx, &ev)
-	e.telemetry.ExporterK8seventWriteLatency.Record(ctx, time.Since(start).Seconds())
+	e.telemetry.ExporterK8seventsWriteLatency.Record(ctx, time.Since(start).Seconds())
 	if ev.Name != p.name && e.logRate.Allow("renamed", start) {
 		e.logger.Info("An event record named an object that is not its own: written under another name (logged once a minute)",
 			zap.String("namespace", ev.ObjectNamespace()), zap.String("name", p.name), zap.String("written_as", ev.Name))
 	}
 	switch {
 	case err == nil:
-		e.telemetry.ExporterK8seventWrites.Add(ctx, 1, metric.WithAttributes(attribute.String("outcome", outcomeNames[out])))
+		e.telemetry.ExporterK8seventsWrites.Add(ctx, 1, metric.WithAttributes(attribute.String("outcome", outcomeNames[out])))
 		return nil
 	case errors.Is(err, errNameTaken):
 		e.permanent(ctx, "conflict", err)
@@ -239,7 +239,7 @@ func (e *k8seventExporter) writeOne(ctx context.Context, p *pending) error {
 		case apierrors.IsForbidden(err):
 			reason = "forbidden" // from an API server that is not ready: retried
 		}
-		e.telemetry.ExporterK8seventRetryableFailures.Add(ctx, 1, metric.WithAttributes(attribute.String("reason", reason)))
+		e.telemetry.ExporterK8seventsRetryableFailures.Add(ctx, 1, metric.WithAttributes(attribute.String("reason", reason)))
 		return err
 	}
 }
@@ -250,7 +250,7 @@ var outcomeNames = map[outcome]string{created: "created", patched: "patched",
 
 // permanent counts a dropped record and logs it once a minute per reason.
 func (e *k8seventExporter) permanent(ctx context.Context, reason string, err error) {
-	e.telemetry.ExporterK8seventPermanentFailures.Add(ctx, 1, metric.WithAttributes(attribute.String("reason", reason)))
+	e.telemetry.ExporterK8seventsPermanentFailures.Add(ctx, 1, metric.WithAttributes(attribute.String("reason", reason)))
 	if e.logRate.Allow(reason, time.Now()) {
 		e.logger.Warn("Dropped an event record (logged once a minute per reason)", zap.String("reason", reason), zap.Error(err))
 	}
@@ -259,7 +259,7 @@ func (e *k8seventExporter) permanent(ctx context.Context, reason string, err err
 // forbidden counts a record dropped for an RBAC gap and logs it once a
 // minute per namespace: a gap in one namespace never silences another's.
 func (e *k8seventExporter) forbidden(ctx context.Context, ns string, err error) {
-	e.telemetry.ExporterK8seventPermanentFailures.Add(ctx, 1, metric.WithAttributes(attribute.String("reason", "forbidden")))
+	e.telemetry.ExporterK8seventsPermanentFailures.Add(ctx, 1, metric.WithAttributes(attribute.String("reason", "forbidden")))
 	if e.forbiddenLog.allow(ns, time.Now()) {
 		e.logger.Error("Dropped an event record: the exporter may not write Events in this namespace (grant its role there; logged once a minute per namespace)",
 			zap.String("namespace", ns), zap.Error(err))

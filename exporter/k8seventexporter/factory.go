@@ -7,25 +7,19 @@ import (
 	"go.opentelemetry.io/collector/consumer"
 	"go.opentelemetry.io/collector/exporter"
 	"go.opentelemetry.io/collector/exporter/exporterhelper"
-	"go.opentelemetry.io/collector/exporter/xexporter"
 
 	"github.com/k8sevents/otel-k8sevents/exporter/k8seventexporter/internal/metadata"
 )
 
 // NewFactory returns the factory of the k8sevents exporter. Its type is
-// the receiver's (as otlp's is), and the type it had first, k8sevent, one
-// letter away and easily mistyped, still works with a deprecation warning.
+// the receiver's, as otlp's is.
 func NewFactory() exporter.Factory {
-	return xexporter.NewFactory(
+	return exporter.NewFactory(
 		metadata.Type,
 		func() component.Config { return createDefaultConfig() },
-		xexporter.WithLogs(createLogs, metadata.LogsStability),
-		xexporter.WithDeprecatedTypeAlias(deprecatedType),
+		exporter.WithLogs(createLogs, metadata.LogsStability),
 	)
 }
-
-// deprecatedType is the exporter's first type name.
-var deprecatedType = component.MustNewType("k8sevent")
 
 func createLogs(ctx context.Context, set exporter.Settings, cfg component.Config) (exporter.Logs, error) {
 	c := cfg.(*Config)

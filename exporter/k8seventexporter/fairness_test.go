@@ -112,8 +112,8 @@ func testFloodDelay(t *testing.T, batchSize int) {
 		}
 	}
 	floodWrites := func() int64 {
-		return counter(t, tel, "otelcol_exporter_k8sevent_writes", "outcome", "created") +
-			counter(t, tel, "otelcol_exporter_k8sevent_writes", "outcome", "patched")
+		return counter(t, tel, "otelcol_exporter_k8sevents_writes", "outcome", "created") +
+			counter(t, tel, "otelcol_exporter_k8sevents_writes", "outcome", "patched")
 	}
 	// Past the burst the flood is written at 20/s: the other namespace's
 	// record meets it in full flow.
@@ -157,7 +157,7 @@ func testFloodDelay(t *testing.T, batchSize int) {
 	}
 	r.waitForCounts(t, want)
 	log.neverDown(t)
-	assert.Zero(t, counter(t, tel, "otelcol_exporter_k8sevent_writes", "outcome", "stale"), "no record overtook an earlier one of its object")
+	assert.Zero(t, counter(t, tel, "otelcol_exporter_k8sevents_writes", "outcome", "stale"), "no record overtook an earlier one of its object")
 }
 
 // TestFaultOneNamespaceFailingDoesNotBlockOthers: the write of the last
@@ -210,6 +210,6 @@ func TestFaultOneNamespaceFailingDoesNotBlockOthers(t *testing.T) {
 	}, 30*time.Second, 10*time.Millisecond, "exact once the fault clears")
 	log.neverDown(t)
 	assert.Equal(t, 1, r.objectsAbout(t, "web-1"), "one object per series")
-	assert.Zero(t, counter(t, tel, "otelcol_exporter_k8sevent_writes", "outcome", "stale"))
-	assert.Zero(t, counter(t, tel, "otelcol_exporter_k8sevent_permanent_failures", "reason", "rejected"))
+	assert.Zero(t, counter(t, tel, "otelcol_exporter_k8sevents_writes", "outcome", "stale"))
+	assert.Zero(t, counter(t, tel, "otelcol_exporter_k8sevents_permanent_failures", "reason", "rejected"))
 }

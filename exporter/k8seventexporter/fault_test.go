@@ -254,9 +254,9 @@ func runFault(t *testing.T, r *rig, api string, kind faultKind, f fault, id stri
 	require.NoError(t, err)
 	assert.Equal(t, k8sevent.TypeWarning, obj.Type, "Error is written as Warning")
 	assert.Equal(t, "east", obj.Annotations[k8sevent.AnnotationSourceCluster])
-	assert.Zero(t, counter(t, tel, "otelcol_exporter_k8sevent_writes", "outcome", "stale"))
-	assert.Zero(t, counter(t, tel, "otelcol_exporter_k8sevent_permanent_failures", "reason", "rejected"))
-	assert.Zero(t, counter(t, tel, "otelcol_exporter_k8sevent_permanent_failures", "reason", "forbidden"))
+	assert.Zero(t, counter(t, tel, "otelcol_exporter_k8sevents_writes", "outcome", "stale"))
+	assert.Zero(t, counter(t, tel, "otelcol_exporter_k8sevents_permanent_failures", "reason", "rejected"))
+	assert.Zero(t, counter(t, tel, "otelcol_exporter_k8sevents_permanent_failures", "reason", "forbidden"))
 }
 
 func apiPath(api string) string {

@@ -97,7 +97,7 @@ func TestExactRBACGapIsReportedAndHoldsNoOtherNamespace(t *testing.T) {
 	asUser := &rig{srv: r.srv, kubeconfig: kubeconfig}
 	exp, tel := asUser.startLogged(t, zap.New(core), func(c *Config) { c.API = k8sevent.APIEventsV1 })
 	refused := func() int64 {
-		return counter(t, tel, "otelcol_exporter_k8sevent_permanent_failures", "reason", "forbidden")
+		return counter(t, tel, "otelcol_exporter_k8sevents_permanent_failures", "reason", "forbidden")
 	}
 
 	const flood = 90 // three requests each at the QPS cap of 20: about 13 s
@@ -145,8 +145,8 @@ func TestExactRBACGapIsReportedAndHoldsNoOtherNamespace(t *testing.T) {
 	assert.Equal(t, 2*flood, creates["other"].Matched(), "each refused record is tried twice")
 	assert.Equal(t, 4, creates["third"].Matched(), "each refused record is tried twice")
 	assert.Equal(t, flood+2, probes.Matched(), "one /readyz per refused record")
-	assert.Zero(t, counter(t, tel, "otelcol_exporter_k8sevent_retryable_failures", "reason", "forbidden"), "a refused record never waits for a backoff")
-	assert.Zero(t, counter(t, tel, "otelcol_exporter_k8sevent_permanent_failures", "reason", "rejected"))
+	assert.Zero(t, counter(t, tel, "otelcol_exporter_k8sevents_retryable_failures", "reason", "forbidden"), "a refused record never waits for a backoff")
+	assert.Zero(t, counter(t, tel, "otelcol_exporter_k8sevents_permanent_failures", "reason", "rejected"))
 
 	logged := map[string]int{}
 	for _, e := range logs.FilterMessageSnippet("may not write Events in this namespace").All() {

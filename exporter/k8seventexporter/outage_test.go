@@ -177,8 +177,8 @@ func TestOutageLosesNothing(t *testing.T) {
 	require.Eventually(t, func() bool {
 		return createdOrAdopted(t, tel) == objects
 	}, 30*time.Second, 10*time.Millisecond)
-	writtenBefore := counter(t, tel, "otelcol_exporter_k8sevent_writes", "outcome", "created") +
-		counter(t, tel, "otelcol_exporter_k8sevent_writes", "outcome", "patched")
+	writtenBefore := counter(t, tel, "otelcol_exporter_k8sevents_writes", "outcome", "created") +
+		counter(t, tel, "otelcol_exporter_k8sevents_writes", "outcome", "patched")
 
 	require.NoError(t, r.srv.StopAPIServer())
 	down := time.Now()
@@ -194,7 +194,7 @@ func TestOutageLosesNothing(t *testing.T) {
 	// one's write fails and is retried until the server is back, the others
 	// wait behind it.
 	failures := func() int64 {
-		return counter(t, tel, "otelcol_exporter_k8sevent_retryable_failures", "reason", "error")
+		return counter(t, tel, "otelcol_exporter_k8sevents_retryable_failures", "reason", "error")
 	}
 	require.NoError(t, r.srv.StopAPIServer())
 	before := failures()
@@ -208,20 +208,20 @@ func TestOutageLosesNothing(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, objects, n, "exactly one Event object per name")
 	assert.Positive(t, failures(), "the outage was seen")
-	assert.Zero(t, counter(t, tel, "otelcol_exporter_k8sevent_writes", "outcome", "stale"))
-	assert.Zero(t, counter(t, tel, "otelcol_exporter_k8sevent_writes", "outcome", "unchanged"),
+	assert.Zero(t, counter(t, tel, "otelcol_exporter_k8sevents_writes", "outcome", "stale"))
+	assert.Zero(t, counter(t, tel, "otelcol_exporter_k8sevents_writes", "outcome", "unchanged"),
 		"every record carries a new count: none may be skipped as already written")
-	assert.Zero(t, counter(t, tel, "otelcol_exporter_k8sevent_permanent_failures", "reason", "invalid"))
-	assert.Zero(t, counter(t, tel, "otelcol_exporter_k8sevent_permanent_failures", "reason", "rejected"))
+	assert.Zero(t, counter(t, tel, "otelcol_exporter_k8sevents_permanent_failures", "reason", "invalid"))
+	assert.Zero(t, counter(t, tel, "otelcol_exporter_k8sevents_permanent_failures", "reason", "rejected"))
 	t.Logf("first 1,000 records sent in %v, %d written before the stop; apiserver down %v (900 more sent in %v, %d requests queued); "+
 		"all objects current %v after restart; after the second outage (the last records) exact (created %d, patched %d, patched_after_409 %d, adopted %d, created_after_404 %d)",
 		firstHalf.Round(time.Millisecond), writtenBefore, outage.Round(time.Millisecond), sentAll.Round(time.Millisecond), queued,
 		drained.Round(time.Millisecond),
-		counter(t, tel, "otelcol_exporter_k8sevent_writes", "outcome", "created"),
-		counter(t, tel, "otelcol_exporter_k8sevent_writes", "outcome", "patched"),
-		counter(t, tel, "otelcol_exporter_k8sevent_writes", "outcome", "patched_after_409"),
-		counter(t, tel, "otelcol_exporter_k8sevent_writes", "outcome", "adopted"),
-		counter(t, tel, "otelcol_exporter_k8sevent_writes", "outcome", "created_after_404"))
+		counter(t, tel, "otelcol_exporter_k8sevents_writes", "outcome", "created"),
+		counter(t, tel, "otelcol_exporter_k8sevents_writes", "outcome", "patched"),
+		counter(t, tel, "otelcol_exporter_k8sevents_writes", "outcome", "patched_after_409"),
+		counter(t, tel, "otelcol_exporter_k8sevents_writes", "outcome", "adopted"),
+		counter(t, tel, "otelcol_exporter_k8sevents_writes", "outcome", "created_after_404"))
 }
 
 // TestPersistentQueueSurvivesRestart queues 50 records while kube-apiserver
@@ -249,7 +249,7 @@ func TestPersistentQueueSurvivesRestart(t *testing.T) {
 	require.Eventually(t, func() bool { return queueSize(telA) >= n-1 }, 10*time.Second, 20*time.Millisecond,
 		"queue size %d", queueSize(telA))
 	require.Eventually(t, func() bool {
-		return counter(t, telA, "otelcol_exporter_k8sevent_retryable_failures", "reason", "error") > 0
+		return counter(t, telA, "otelcol_exporter_k8sevents_retryable_failures", "reason", "error") > 0
 	}, 10*time.Second, 20*time.Millisecond, "the consumer is retrying against the stopped API server")
 	t.Logf("exporter A: queue size %d", queueSize(telA))
 

@@ -21,7 +21,7 @@ import (
 // outcome (created, patched, adopted, stale, unchanged, ...).
 func recordsWritten(t *testing.T, tel *componenttest.Telemetry) int64 {
 	t.Helper()
-	m, err := tel.GetMetric("otelcol_exporter_k8sevent_writes")
+	m, err := tel.GetMetric("otelcol_exporter_k8sevents_writes")
 	if err != nil {
 		return 0
 	}

@@ -47,8 +47,8 @@ func TestSequentialRequestsNeverStall(t *testing.T) {
 				want[name(i)] = 2
 			}
 			r.waitForCounts(t, want)
-			assert.Equal(t, int64(objects), counter(t, tel, "otelcol_exporter_k8sevent_writes", "outcome", "created"))
-			assert.Equal(t, int64(objects), counter(t, tel, "otelcol_exporter_k8sevent_writes", "outcome", "patched"))
+			assert.Equal(t, int64(objects), counter(t, tel, "otelcol_exporter_k8sevents_writes", "outcome", "created"))
+			assert.Equal(t, int64(objects), counter(t, tel, "otelcol_exporter_k8sevents_writes", "outcome", "patched"))
 		})
 	}
 }

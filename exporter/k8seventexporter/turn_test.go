@@ -84,6 +84,6 @@ func TestCallerBehindAFullQueueGivesUpWithItsContext(t *testing.T) {
 	}
 	assert.Equal(t, len(names), fr.objectsAbout(t, "web-1"), "one object per record, the given-up one not written twice")
 	assert.Eventually(t, func() bool {
-		return counter(t, tel, "otelcol_exporter_k8sevent_writes", "outcome", "created") == int64(len(names))
+		return counter(t, tel, "otelcol_exporter_k8sevents_writes", "outcome", "created") == int64(len(names))
 	}, 30*time.Second, 10*time.Millisecond, "each record created once")
 }
