@@ -14,9 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/component/componenttest"
-	"go.opentelemetry.io/collector/config/configoptional"
 	"go.opentelemetry.io/collector/exporter"
-	"go.opentelemetry.io/collector/exporter/exporterhelper"
 	"go.opentelemetry.io/collector/exporter/exportertest"
 	"go.opentelemetry.io/collector/pdata/plog"
 	"go.opentelemetry.io/otel/attribute"
@@ -60,6 +58,11 @@ func (r *rig) start(t *testing.T, mutate func(*Config)) (exporter.Logs, *compone
 // startLogged is start with the exporter's logger.
 func (r *rig) startLogged(t *testing.T, logger *zap.Logger, mutate func(*Config)) (exporter.Logs, *componenttest.Telemetry) {
 	t.Helper()
+	return r.startOn(t, componenttest.NewNopHost(), logger, mutate)
+}
+
+func (r *rig) startOn(t *testing.T, host component.Host, logger *zap.Logger, mutate func(*Config)) (exporter.Logs, *componenttest.Telemetry) {
+	t.Helper()
 	cfg := createDefaultConfig()
 	cfg.Config = k8sclient.Config{AuthType: k8sclient.AuthKubeConfig, KubeConfig: r.kubeconfig}
 	cfg.ReportingController = "k8sevents.io/exporter"
@@ -75,7 +78,7 @@ func (r *rig) startLogged(t *testing.T, logger *zap.Logger, mutate func(*Config)
 	set.ID = component.NewID(metadata.Type)
 	exp, err := NewFactory().CreateLogs(context.Background(), set, cfg)
 	require.NoError(t, err)
-	require.NoError(t, exp.Start(context.Background(), componenttest.NewNopHost()))
+	require.NoError(t, exp.Start(context.Background(), host))
 	t.Cleanup(func() {
 		require.NoError(t, exp.Shutdown(context.Background()))
 		_ = tel.Shutdown(context.Background())
@@ -380,13 +383,12 @@ func TestAutoChoosesEventsV1WhenServed(t *testing.T) {
 	assert.Zero(t, got.DeprecatedCount, "no legacy count")
 }
 
-// TestConcurrentPushes: with the queue off (or more consumers) the pipeline
+// TestConcurrentPushes: without a queue (or with more consumers) the pipeline
 // calls the exporter from several goroutines at once.
 func TestConcurrentPushes(t *testing.T) {
 	r := newRig(t)
 	exp, tel := r.start(t, func(c *Config) {
 		c.API = k8sevent.APIEventsV1
-		c.Queue = configoptional.None[exporterhelper.QueueBatchConfig]()
 		c.Namespaces = []string{"shop"}
 	})
 	var wg sync.WaitGroup

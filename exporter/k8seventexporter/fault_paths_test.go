@@ -11,8 +11,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/component/componenttest"
-	"go.opentelemetry.io/collector/config/configoptional"
-	"go.opentelemetry.io/collector/exporter/exporterhelper"
 	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
@@ -101,7 +99,7 @@ func TestFaultCreateAfterPatch404IsACreate(t *testing.T) {
 	assert.Zero(t, counter(t, tel, "otelcol_exporter_k8sevents_retryable_failures", "reason", "error"), "not retried")
 }
 
-// TestFaultConcurrentWritesOfOneObject: with the queue off, several
+// TestFaultConcurrentWritesOfOneObject: without a queue, several
 // goroutines write records of one object at once. The check of what was
 // written and the write are atomic per object: one object, its count never
 // goes down (watched), and it ends at the highest count sent.
@@ -114,7 +112,6 @@ func TestFaultConcurrentWritesOfOneObject(t *testing.T) {
 	defer w.Stop()
 	exp, _ := r.start(t, func(c *Config) {
 		c.API = k8sevent.APIEventsV1
-		c.Queue = configoptional.None[exporterhelper.QueueBatchConfig]()
 	})
 	var wg sync.WaitGroup
 	for g := range writers {

@@ -65,7 +65,7 @@ func gapRecord(ns string, i int) k8sevent.Event {
 // TestExactRBACGapIsReportedAndHoldsNoOtherNamespace: the exporter's user
 // has deploy/rbac-exporter.yaml's rules as a Role in namespace shop only;
 // its records for namespaces other (a flood) and third are refused by the
-// real API server's RBAC. Each of those is tried twice around one /readyz
+// real API server's RBAC. It writes through a persistent queue. Each of those is tried twice around one /readyz
 // (ready), then dropped: counted as permanent_failures{reason=forbidden},
 // never as a retry (its lane waits for no backoff), and logged once per
 // namespace, third's line not silenced by other's. Meanwhile shop's series
@@ -95,7 +95,11 @@ func TestExactRBACGapIsReportedAndHoldsNoOtherNamespace(t *testing.T) {
 	writes := r.watchWrites(t)
 	core, logs := observer.New(zap.InfoLevel)
 	asUser := &rig{srv: r.srv, kubeconfig: kubeconfig}
-	exp, tel := asUser.startLogged(t, zap.New(core), func(c *Config) { c.API = k8sevent.APIEventsV1 })
+	// A persistent queue: its lookahead lets shop's rounds pass the flood.
+	exp, tel := asUser.startOn(t, storageHost(t), zap.New(core), func(c *Config) {
+		persistentQueue(c)
+		c.API = k8sevent.APIEventsV1
+	})
 	refused := func() int64 {
 		return counter(t, tel, "otelcol_exporter_k8sevents_permanent_failures", "reason", "forbidden")
 	}
