@@ -38,6 +38,10 @@ func TestLoadConfig(t *testing.T) {
 	assert.Equal(t, int64(defaultQueueBytes), q.QueueSize)
 	require.True(t, q.Batch.HasValue(), "single-record requests are merged for the lookahead")
 	assert.Equal(t, batchFlush, q.Batch.Get().FlushTimeout)
+	inMemory := loadConfig(t, "k8sevents/in-memory")
+	require.True(t, inMemory.Queue.HasValue(), "sending_queue: {} turns it on")
+	assert.Equal(t, lookahead, inMemory.Queue.Get().NumConsumers)
+	assert.False(t, inMemory.persistentQueue())
 
 	got := loadConfig(t, "k8sevents/all")
 	require.NoError(t, got.Validate())
