@@ -35,29 +35,6 @@ func TestReadyConfigsValidate(t *testing.T) {
 	assert.Contains(t, string(out), "nonsense")
 }
 
-// TestDeprecatedExporterTypeStillWorks: the exporter's first type name,
-// k8sevent (one letter from the receiver's k8sevents, which it now shares),
-// is still accepted; a name that is neither is refused.
-func TestDeprecatedExporterTypeStillWorks(t *testing.T) {
-	t.Parallel()
-	bin := binary(t)
-	config := func(typ string) string {
-		f := filepath.Join(t.TempDir(), typ+".yaml")
-		body := "receivers: {otlp: {protocols: {grpc: {endpoint: 127.0.0.1:0}}}}\n" +
-			"exporters: {" + typ + ": {auth_type: none}}\n" +
-			"service: {pipelines: {logs: {receivers: [otlp], exporters: [" + typ + "]}}}\n"
-		require.NoError(t, os.WriteFile(f, []byte(body), 0o600))
-		return f
-	}
-	for _, typ := range []string{"k8sevents", "k8sevent"} {
-		out, err := exec.Command(bin, "validate", "--config", config(typ)).CombinedOutput()
-		assert.NoError(t, err, "%s: %s", typ, out)
-	}
-	out, err := exec.Command(bin, "validate", "--config", config("k8seventz")).CombinedOutput()
-	require.Error(t, err)
-	assert.Contains(t, string(out), "k8seventz")
-}
-
 // TestClickHouseConfigSettings: clickhouse.yaml's environment settings reach
 // the clickhouse exporter's own validation (no ClickHouse server here, so
 // validation is what is checked; README "ClickHouse"): the documented

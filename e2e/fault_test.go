@@ -14,7 +14,7 @@ import (
 
 // The end-to-end fault tests (issue 9, item 4): the built collector mirrors
 // a storm from API server A into API server B (k8sevents → eventseries →
-// k8sevent) while B fails in one way. The storm is replayed into A without
+// k8sevents) while B fails in one way. The storm is replayed into A without
 // compression (stormsend.Raw), so A holds exactly the occurrences sent, as
 // Events whose counts grow. Each test asserts what the pipeline promises:
 // every (object, reason) of A is in B with exactly A's total, the sum of
@@ -75,13 +75,16 @@ func TestFaultDestinationDownMidStorm(t *testing.T) {
 // finish_after 5s in processing time, so that the last record of every
 // series (finished) is emitted while B is down and must be written after it
 // is back. The test waits until the processor holds nothing open and the
-// exporter has met the outage; B stays down 30 s in all.
+// exporter has met the outage; B stays down 30 s in all. With storage, as
+// mirror.yaml: the persistent queue takes the finished records while B is
+// down (without a queue the exporter answers the processor only once B
+// took them, and the processor's timers wait for that answer).
 func TestFaultDestinationDownAsStormEnds(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	occs := faultStorm(t, 4*time.Minute, 2*time.Minute, 8*time.Second)
-	rig := newFaultRig(ctx, t, "stormend", occs, mirrorSpec{api: "events.k8s.io/v1", finishAfter: "5s", fastRetry: true})
+	rig := newFaultRig(ctx, t, "stormend", occs, mirrorSpec{api: "events.k8s.io/v1", storage: "on", finishAfter: "5s", fastRetry: true})
 	c := rig.collector(t)
 	st := rig.storm(ctx, faultSpeed).wait(ctx, t)
 	down := rig.stopDestination(ctx, t)

@@ -31,7 +31,7 @@ const crashWindow = 8 * time.Second
 
 // faultRig is the mirror of the fault tests: a source API server A into
 // which a storm is replayed, a destination B, and a collector mirroring A
-// into B (k8sevents → eventseries → k8sevent) with a configuration of the
+// into B (k8sevents → eventseries → k8sevents) with a configuration of the
 // test's.
 type faultRig struct {
 	srcSrv, dstSrv *kubetest.Server
@@ -164,7 +164,7 @@ func retryable(m collectorproc.Metrics, reason ...string) float64 {
 	for _, r := range reason {
 		labels = append(labels, "reason="+r)
 	}
-	return m.Sum("otelcol_exporter_k8sevent_retryable_failures", labels...)
+	return m.Sum("otelcol_exporter_k8sevents_retryable_failures", labels...)
 }
 
 // awaitRetries waits until the collector's exporter has more failed writes

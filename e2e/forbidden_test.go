@@ -22,8 +22,9 @@ import (
 const startingWrites = 10
 
 // TestExactDestinationStartingAnswers403: as in
-// TestFaultDestinationDownAsStormEnds, B is down for 30 s as the storm ends
-// (finish_after 5s: every series' finished record waits for B), then
+// TestFaultDestinationDownAsStormEnds (storage on, as mirror.yaml), B is
+// down for 30 s as the storm ends (finish_after 5s: every series' finished
+// record waits for B), then
 // started again on the same etcd. For a while it answers as a real
 // kube-apiserver does in the moment it serves before its RBAC informers
 // have synced: 403 to every Event write, and 403 to /readyz. A proxy in
@@ -38,7 +39,7 @@ func TestExactDestinationStartingAnswers403(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	occs := faultStorm(t, 4*time.Minute, 2*time.Minute, 8*time.Second)
-	rig := newFaultRig(ctx, t, "starting403", occs, mirrorSpec{api: "events.k8s.io/v1", finishAfter: "5s", fastRetry: true})
+	rig := newFaultRig(ctx, t, "starting403", occs, mirrorSpec{api: "events.k8s.io/v1", storage: "on", finishAfter: "5s", fastRetry: true})
 	p, err := faultproxy.NewForREST(rig.dstSrv.RESTConfig())
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = p.Close() })

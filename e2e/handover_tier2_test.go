@@ -353,7 +353,7 @@ func TestHandOverTier2Scale(t *testing.T) {
 	// Scale-down: the removed pod gets nothing more; once it holds nothing
 	// open and its exporter has written all it emitted, it goes.
 	got := fourth.c.scrape(t).Sum("otelcol_processor_eventseries_occurrences")
-	adoptedByFourth := fourth.c.scrape(t).Sum("otelcol_exporter_k8sevent_writes", "outcome=adopted_series")
+	adoptedByFourth := fourth.c.scrape(t).Sum("otelcol_exporter_k8sevents_writes", "outcome=adopted_series")
 	awaitIdle(t, fourth.c, 2*time.Minute)
 	require.NoError(t, fourth.c.Stop(time.Minute))
 	fourth.removed = true

@@ -21,12 +21,12 @@ import (
 )
 
 // mirrorSpec is a collector that watches the Events of cluster A and writes
-// the compressed result to cluster B: k8sevents → eventseries → k8sevent.
+// the compressed result to cluster B: k8sevents → eventseries → k8sevents.
 type mirrorSpec struct {
 	kubeA, kubeB string
 	controller   string   // the exporter's reporting controller: names what it wrote in B
 	namespaces   []string // watched in A; empty: all
-	storage      string   // file_storage directory for the checkpoint and the queue; "": none
+	storage      string   // file_storage directory for the checkpoint, the state and the exporter's queue; "": none (no queue)
 	api          string   // the exporter's api; "": its default (auto)
 	finishAfter  string   // the processor's series.finish_after; "": its default (6m)
 	fastRetry    bool     // retry failed writes after 1 s, backing off to at most 5 s

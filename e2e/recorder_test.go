@@ -49,7 +49,7 @@ type exampleSummary struct {
 // TestRecorderStorm is the proof of issue 16. recorder/example, built with
 // go build from its own module (no module dependency either way), reports
 // the crashloop storm through the recorder to the built collector (otlp →
-// eventseries → k8sevent) writing to API server A; the same storm goes
+// eventseries → k8sevents) writing to API server A; the same storm goes
 // through client-go's tools/record and tools/events straight into API
 // server B. A second run of the example goes through a collector writing
 // to B that is stopped for 30 s mid-storm. Asserted: through ours, every

@@ -70,7 +70,7 @@ func runRestart(t *testing.T, srvA, srvB *kubetest.Server, run restartRun) (mirr
 	// some of it: "after some but not all were mirrored".
 	eventually(t, time.Minute, func() (bool, string) {
 		m := first.scrape(t)
-		writes := m.Sum("otelcol_exporter_k8sevent_writes")
+		writes := m.Sum("otelcol_exporter_k8sevents_writes")
 		return sent.Load() >= int64(len(run.occs)/3) && writes > 0,
 			fmt.Sprintf("storm sent %d of %d, exporter writes %v", sent.Load(), len(run.occs), writes)
 	})

@@ -11,9 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/component/componenttest"
-	"go.opentelemetry.io/collector/config/configoptional"
 	"go.opentelemetry.io/collector/exporter"
-	"go.opentelemetry.io/collector/exporter/exporterhelper"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
@@ -29,12 +27,11 @@ import (
 // (the ring moved the pod to it) under another record name.
 
 // adopter configures an exporter as a tier-2 pod: adopt_open_series, its
-// own reporting instance, the queue off (a push returns once its records
+// own reporting instance, no queue (the default: a push returns once its records
 // are written, so the test orders the two writers' writes).
 func adopter(api, instance string) func(*Config) {
 	return func(c *Config) {
 		c.API, c.ReportingInstance, c.AdoptOpenSeries = api, instance, true
-		c.Queue = configoptional.None[exporterhelper.QueueBatchConfig]()
 	}
 }
 
@@ -181,7 +178,7 @@ func TestAdoptInterleavedWritersSumExactly(t *testing.T) {
 			core, events, err := r.occurrences(t, objs[0].Name)
 			require.NoError(t, err)
 			assert.Equal(t, []int64{want, want}, []int64{core, events}, "count = the sum of both series (core/v1, events.k8s.io/v1)")
-			assert.EqualValues(t, 1, counter(t, dtel, "otelcol_exporter_k8sevent_writes", "outcome", "adopted_series"))
+			assert.EqualValues(t, 1, counter(t, dtel, "otelcol_exporter_k8sevents_writes", "outcome", "adopted_series"))
 			cw.awaitLast(t, objs[0].Name, want)
 			cw.assertNeverDown(t)
 		})
@@ -202,7 +199,7 @@ func TestAdoptLeavesAFinishedSeriesAlone(t *testing.T) {
 	for _, o := range objs {
 		assert.Len(t, slots(&o), 1, "%s: its own slot only", o.Name)
 	}
-	assert.Zero(t, counter(t, dtel, "otelcol_exporter_k8sevent_writes", "outcome", "adopted_series"))
+	assert.Zero(t, counter(t, dtel, "otelcol_exporter_k8sevents_writes", "outcome", "adopted_series"))
 }
 
 // TestAdoptLeavesLegacyRecordsAlone: records that are not a series (the

@@ -15,7 +15,7 @@ import (
 // writeShared is writeName with adopt_open_series: the series' first
 // record looks for the object to write to (its own, or an open one of its
 // series another writer of this controller made) before creating one;
-// every write goes to the series' slot (see adopt.go).
+// every write goes to the series' slot (see adopt_decide.go).
 func (w *writer) writeShared(ctx context.Context, ev *k8sevent.Event) (outcome, error) {
 	key := ev.ObjectNamespace() + "/" + ev.Name
 	slot, count := slotKey(w.shared.writer, ev.Name), w.sink.occurrences(ev)

@@ -10,9 +10,7 @@ import (
 
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/component/componenttest"
-	"go.opentelemetry.io/collector/config/configoptional"
 	"go.opentelemetry.io/collector/exporter"
-	"go.opentelemetry.io/collector/exporter/exporterhelper"
 	"go.opentelemetry.io/collector/exporter/exportertest"
 	"go.opentelemetry.io/collector/pdata/plog"
 	corev1 "k8s.io/api/core/v1"
@@ -47,7 +45,6 @@ func startBenchExporter(tb testing.TB, kubeconfig string) exporter.Logs {
 	cfg.QPS, cfg.Burst = benchQPS, benchBurst
 	cfg.ReportingController = "k8sevents.io/exporter"
 	cfg.BackOff.Enabled = false
-	cfg.Queue = configoptional.None[exporterhelper.QueueBatchConfig]()
 	if err := cfg.Validate(); err != nil {
 		tb.Fatal(err)
 	}

@@ -15,7 +15,7 @@ import (
 	"github.com/k8sevents/otel-k8sevents/internal/k8sevent"
 )
 
-// Config of the k8sevent exporter. README.md lists every key.
+// Config of the k8sevents exporter. README.md lists every key.
 type Config struct {
 	k8sclient.Config `mapstructure:",squash"`
 
@@ -51,9 +51,17 @@ type Config struct {
 	// reaches the API server's 256 KiB annotation limit.
 	AdoptMaxSeries int `mapstructure:"adopt_max_series"`
 
-	TimeoutConfig exporterhelper.TimeoutConfig                             `mapstructure:",squash"`
-	BackOff       configretry.BackOffConfig                                `mapstructure:"retry_on_failure"`
-	Queue         configoptional.Optional[exporterhelper.QueueBatchConfig] `mapstructure:"sending_queue"`
+	// TimeoutConfig bounds one API write, not a push.
+	TimeoutConfig exporterhelper.TimeoutConfig `mapstructure:",squash"`
+	// BackOff paces the retries of a failed write, in place in its lane.
+	BackOff configretry.BackOffConfig `mapstructure:"retry_on_failure"`
+	// Queue is off unless the section is written. Without it a push is
+	// answered once its records are written, so its caller (the
+	// processor's saved outbox) keeps what is not. With it a push is
+	// answered once queued (in storage with storage: survives a crash;
+	// in memory: does not), and up to num_consumers queued requests are
+	// written at once, their records taking turns by namespace.
+	Queue configoptional.Optional[exporterhelper.QueueBatchConfig] `mapstructure:"sending_queue"`
 
 	// prevent unkeyed literal initialization
 	_ struct{}
@@ -73,18 +81,20 @@ func createDefaultConfig() *Config {
 		AdoptMaxSeries:    defaultAdoptMaxSeries,
 		TimeoutConfig:     exporterhelper.TimeoutConfig{Timeout: 10 * time.Second},
 		BackOff:           configretry.NewDefaultBackOffConfig(),
-		Queue:             configoptional.Some(defaultQueue()),
+		Queue:             configoptional.Default(defaultQueue()),
 	}
 }
 
-// defaultQueue dispatches up to lookahead requests at once: their records
-// wait in per-namespace lanes that take turns (fairness), one write at a
-// time under the QPS cap; one object's records stay in order (seqGate,
-// lanes). A dispatched request still counts toward the queue's size until
-// its records are written. A full queue blocks instead of refusing: a refused batch goes back upstream,
-// and a sender that retries it has the processor count its occurrences twice.
-// It is sized in bytes, not requests: a request may hold a few records or
-// thousands, and hostile ones megabytes (1,000 requests held 9 GB).
+// defaultQueue is the sending_queue a configuration that writes the
+// section gets (sending_queue: {storage: file_storage}). lookahead
+// consumers each push one queued request at once: their records wait in
+// per-namespace lanes that take turns (fairness), one write at a time
+// under the QPS cap. A pushed request still counts toward the queue's size
+// until its records are written. A full queue blocks instead of refusing:
+// a refused batch goes back upstream, and a sender that retries it has
+// the processor count its occurrences twice. It is sized in bytes, not
+// requests: a request may hold a few records or thousands, and hostile
+// ones megabytes (1,000 requests held 9 GB).
 func defaultQueue() exporterhelper.QueueBatchConfig {
 	q := exporterhelper.NewDefaultQueueConfig()
 	q.NumConsumers = lookahead
@@ -94,10 +104,7 @@ func defaultQueue() exporterhelper.QueueBatchConfig {
 	// Merging what arrives within batchFlush (up to batchRecords) lets the
 	// lookahead see a flood sent one record per request as a few requests,
 	// so another namespace's record reaches its lane within batchFlush
-	// instead of behind every request queued before it. No max_size: a
-	// request is never split, so each merged request holds whole requests,
-	// consecutive in the queue, and their stamps keep the queue's order
-	// (seqGate).
+	// instead of behind every request queued before it.
 	q.Batch = configoptional.Some(exporterhelper.BatchConfig{
 		FlushTimeout: batchFlush,
 		Sizer:        exporterhelper.RequestSizerTypeItems,
@@ -116,13 +123,6 @@ const (
 // choose from; without batch, a flood in more requests than that still
 // delays the others.
 const lookahead = 256
-
-// stampsRequests says whether requests go through a queue, so that
-// requests dispatched at once, merged or not, can be put back in their
-// queue order (seqGate).
-func (cfg *Config) stampsRequests() bool {
-	return cfg.Queue.HasValue()
-}
 
 // persistentQueue says whether a request handed back at shutdown is kept
 // for the next start: the queue has storage, and retries are on (the

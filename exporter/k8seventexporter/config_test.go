@@ -7,7 +7,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/component"
-	"go.opentelemetry.io/collector/config/configoptional"
 	"go.opentelemetry.io/collector/exporter/exporterhelper"
 
 	"github.com/k8sevents/otel-k8sevents/internal/harness/configtest"
@@ -23,10 +22,26 @@ func TestLoadConfig(t *testing.T) {
 	def := createDefaultConfig()
 	assert.Equal(t, def, loadConfig(t, "k8sevents"))
 	require.NoError(t, def.Validate())
-	assert.Equal(t, lookahead, def.Queue.Get().NumConsumers, "the lanes choose among this many dispatched requests")
-	assert.True(t, def.Queue.Get().BlockOnOverflow, "a refused batch would be retried upstream and counted twice by the processor")
-	require.True(t, def.Queue.Get().Batch.HasValue(), "single-record requests are merged for the lookahead")
-	assert.Zero(t, def.Queue.Get().Batch.Get().MaxSize, "a request is never split: its stamp keeps it whole")
+	assert.False(t, def.Queue.HasValue(), "no queue unless configured: a push is answered once written")
+
+	// Writing the section turns the queue on with this exporter's defaults.
+	queued := loadConfig(t, "k8sevents/queued")
+	require.NoError(t, queued.Validate())
+	require.True(t, queued.Queue.HasValue())
+	q := queued.Queue.Get()
+	storage := component.MustNewID("file_storage")
+	assert.Equal(t, &storage, q.StorageID)
+	assert.True(t, queued.persistentQueue())
+	assert.Equal(t, lookahead, q.NumConsumers, "the lanes choose among this many queued requests")
+	assert.True(t, q.BlockOnOverflow, "a refused batch would be retried upstream and counted twice by the processor")
+	assert.Equal(t, exporterhelper.RequestSizerTypeBytes, q.Sizer)
+	assert.Equal(t, int64(defaultQueueBytes), q.QueueSize)
+	require.True(t, q.Batch.HasValue(), "single-record requests are merged for the lookahead")
+	assert.Equal(t, batchFlush, q.Batch.Get().FlushTimeout)
+	inMemory := loadConfig(t, "k8sevents/in-memory")
+	require.True(t, inMemory.Queue.HasValue(), "sending_queue: {} turns it on")
+	assert.Equal(t, lookahead, inMemory.Queue.Get().NumConsumers)
+	assert.False(t, inMemory.persistentQueue())
 
 	got := loadConfig(t, "k8sevents/all")
 	require.NoError(t, got.Validate())
@@ -47,7 +62,7 @@ func TestLoadConfig(t *testing.T) {
 	assert.Equal(t, 6*time.Minute, def.AdoptWindow, "the processor's default series.finish_after")
 	assert.Equal(t, 3*time.Second, got.TimeoutConfig.Timeout)
 	assert.Equal(t, time.Second, got.BackOff.InitialInterval)
-	storage := component.MustNewIDWithName("file_storage", "queue")
+	storage = component.MustNewIDWithName("file_storage", "queue")
 	assert.Equal(t, &storage, got.Queue.Get().StorageID)
 	assert.Equal(t, int64(5000), got.Queue.Get().QueueSize)
 	assert.False(t, got.Queue.Get().Batch.HasValue(), "batch: {enabled: false} turns merging off")
@@ -60,16 +75,6 @@ func TestValidateNamesEveryBadKey(t *testing.T) {
 		`reporting_controller: "Not A/Qualified/Name"`, "adopt_window: must be positive", "adopt_max_series: must be 1..1000", "sending_queue::block_on_overflow", "sending_queue::queue_size: counted in bytes"} {
 		assert.ErrorContains(t, err, key)
 	}
-}
-
-// TestValidateKeepsTheQueueOff: without a queue every write is synchronous
-// with its caller, which keeps each object's order.
-func TestValidateKeepsTheQueueOff(t *testing.T) {
-	cfg := createDefaultConfig()
-	cfg.Queue = configoptional.None[exporterhelper.QueueBatchConfig]()
-	require.NoError(t, cfg.Validate())
-	cfg.ReportingController = "example.com/mirror"
-	require.NoError(t, cfg.Validate())
 }
 
 // TestValidateAdoptNeedsAController: the objects a series may adopt are

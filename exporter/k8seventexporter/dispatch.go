@@ -14,7 +14,8 @@ import (
 )
 
 // errStopping ends a record's wait when the exporter shuts down while its
-// write is failing: exporterhelper keeps it in a persistent queue.
+// write is failing: the push's caller keeps it (a persistent queue, or,
+// without a queue, the processor's saved outbox).
 var errStopping = errors.New("exporter shutting down while the write fails")
 
 // batch is one push waiting for its records.
@@ -43,8 +44,9 @@ type dispatcher struct {
 	// not only the failing ones, and a later push at once: a persistent
 	// queue (with retries on, which make a shutdown's error keep the
 	// request) writes them at the next start, so shutdown does not wait
-	// for a backlog written at the QPS cap. Without one they would be
-	// lost, and the exporter writes them before it stops.
+	// for a backlog written at the QPS cap. An in-memory queue would lose
+	// them: the exporter writes them before it stops. (Without a queue no
+	// push is left by then: the components before it stopped first.)
 	handBack bool
 
 	mu       sync.Mutex
@@ -64,9 +66,11 @@ func newDispatcher(write func(context.Context, *pending) error, retry configretr
 
 // run adds a push's records to the lanes and waits until each is written,
 // dropped for good, or failed (the exporter stops, retries ran out, ctx
-// ended); the answer holds, per record, why it was not written. added
-// runs once the records are in the lanes.
-func (d *dispatcher) run(ctx context.Context, ps []*pending, added func()) []error {
+// ended); the answer holds, per record, why it was not written.
+func (d *dispatcher) run(ctx context.Context, ps []*pending) []error {
+	if len(ps) == 0 {
+		return nil
+	}
 	b := &batch{left: len(ps), errs: make([]error, len(ps)), done: make(chan struct{})}
 	for i, p := range ps {
 		p.b, p.idx = b, i
@@ -80,10 +84,6 @@ func (d *dispatcher) run(ctx context.Context, ps []*pending, added func()) []err
 		d.lanes.add(ps...)
 	}
 	d.mu.Unlock()
-	added()
-	if len(ps) == 0 {
-		return nil
-	}
 	d.signal()
 	select {
 	case <-b.done:

@@ -24,7 +24,7 @@ import (
 	"github.com/k8sevents/otel-k8sevents/internal/ratelog"
 )
 
-type k8seventExporter struct {
+type k8seventsExporter struct {
 	cfg          *Config
 	logger       *zap.Logger
 	telemetry    *metadata.TelemetryBuilder
@@ -32,27 +32,26 @@ type k8seventExporter struct {
 	w            *writer
 	logRate      *ratelog.Limiter[string]
 	forbiddenLog *namespaceLog // when each namespace's RBAC gap was last logged
-	gate         *seqGate      // pushes enter the lanes in the queue's order
 	disp         *dispatcher   // the lanes and their writer; set at start
 }
 
-func newExporter(set exporter.Settings, cfg *Config) (*k8seventExporter, error) {
+func newExporter(set exporter.Settings, cfg *Config) (*k8seventsExporter, error) {
 	tb, err := metadata.NewTelemetryBuilder(set.TelemetrySettings)
 	if err != nil {
-		return nil, fmt.Errorf("k8sevent telemetry: %w", err)
+		return nil, fmt.Errorf("k8sevents exporter telemetry: %w", err)
 	}
 	instance := cfg.ReportingInstance
 	if instance == "" {
 		instance, _ = os.Hostname()
 	}
-	return &k8seventExporter{cfg: cfg, logger: set.Logger, telemetry: tb, instance: k8sevent.Truncate(instance, k8sevent.MaxFieldBytes),
-		logRate: ratelog.New[string](time.Minute), forbiddenLog: newNamespaceLog(time.Minute), gate: newSeqGate()}, nil
+	return &k8seventsExporter{cfg: cfg, logger: set.Logger, telemetry: tb, instance: k8sevent.Truncate(instance, k8sevent.MaxFieldBytes),
+		logRate: ratelog.New[string](time.Minute), forbiddenLog: newNamespaceLog(time.Minute)}, nil
 }
 
-func (e *k8seventExporter) start(ctx context.Context, _ component.Host) error {
+func (e *k8seventsExporter) start(ctx context.Context, _ component.Host) error {
 	cs, err := e.cfg.Clientset(e.cfg.QPS, e.cfg.Burst)
 	if err != nil {
-		return fmt.Errorf("k8sevent: %w", err)
+		return fmt.Errorf("k8sevents exporter: %w", err)
 	}
 	api := e.cfg.API
 	if api == apiAuto {
@@ -62,7 +61,8 @@ func (e *k8seventExporter) start(ctx context.Context, _ component.Host) error {
 		}
 	}
 	e.w = newWriter(cs, api, e.cfg)
-	e.logger.Info("Writing events", zap.String("api", api), zap.Bool("adopt_open_series", e.cfg.AdoptOpenSeries))
+	e.logger.Info("Writing events", zap.String("api", api), zap.Bool("sending_queue", e.cfg.Queue.HasValue()),
+		zap.Bool("persistent", e.cfg.persistentQueue()), zap.Bool("adopt_open_series", e.cfg.AdoptOpenSeries))
 	if e.cfg.AdoptOpenSeries {
 		// Each series finds its object when it first writes (writeShared):
 		// the listing at start would only fill the cache that path skips.
@@ -82,15 +82,15 @@ func (e *k8seventExporter) start(ctx context.Context, _ component.Host) error {
 }
 
 // stopping runs before exporterhelper drains its queue: failing writes
-// stop waiting for their retries, and pushes stop waiting for their turn.
-func (e *k8seventExporter) stopping() {
-	e.gate.stop()
+// stop waiting for their retries (and, with a persistent queue, every
+// record not in flight is handed back to it).
+func (e *k8seventsExporter) stopping() {
 	if e.disp != nil {
 		e.disp.stop()
 	}
 }
 
-func (e *k8seventExporter) shutdown(context.Context) error {
+func (e *k8seventsExporter) shutdown(context.Context) error {
 	if e.disp != nil {
 		e.disp.close()
 	}
@@ -98,54 +98,26 @@ func (e *k8seventExporter) shutdown(context.Context) error {
 	return nil
 }
 
-// orderedLogs is the exporter exporterhelper built, with the stamp of
-// seqGate taken as a request enters the queue.
-type orderedLogs struct {
+// stoppingFirst is the exporter exporterhelper built, told to stop before
+// exporterhelper's own Shutdown drains its queue: that drain waits for
+// pushes, and a push waits for its records.
+type stoppingFirst struct {
 	exporter.Logs
-	e     *k8seventExporter
-	stamp bool // requests go through a queue
-	// turn is held from taking a stamp until the request is in the queue,
-	// so stamps follow the order requests enter it. It is a channel, not a
-	// mutex: while a full queue blocks its holder, the callers behind it
-	// still give up when their context ends.
-	turn chan struct{}
+	e *k8seventsExporter
 }
 
-func newOrderedLogs(logs exporter.Logs, e *k8seventExporter, stamp bool) *orderedLogs {
-	return &orderedLogs{Logs: logs, e: e, stamp: stamp, turn: make(chan struct{}, 1)}
-}
-
-func (o *orderedLogs) ConsumeLogs(ctx context.Context, ld plog.Logs) error {
-	if !o.stamp || ld.LogRecordCount() == 0 {
-		return o.Logs.ConsumeLogs(ctx, ld)
-	}
-	select {
-	case o.turn <- struct{}{}:
-	case <-ctx.Done():
-		return fmt.Errorf("k8sevents exporter: %d records not queued, an earlier request waits for room in the full queue: %w",
-			ld.LogRecordCount(), ctx.Err())
-	}
-	s := o.e.gate.issue()
-	o.e.gate.stamp(ld, s)
-	err := o.Logs.ConsumeLogs(ctx, ld)
-	<-o.turn
-	if err != nil {
-		o.e.gate.pass(s) // not queued: nothing waits for it
-	}
-	return err
-}
-
-func (o *orderedLogs) Shutdown(ctx context.Context) error {
-	o.e.stopping()
-	return o.Logs.Shutdown(ctx)
+func (s stoppingFirst) Shutdown(ctx context.Context) error {
+	s.e.stopping()
+	return s.Logs.Shutdown(ctx)
 }
 
 // pushLogs prepares every record (what cannot be written is counted and
 // dropped), hands them to the lanes and waits until each is written or
-// dropped. Records that were not (the exporter stops while their write
-// fails, retries ran out) are returned to exporterhelper: a persistent
-// queue keeps them for the next start.
-func (e *k8seventExporter) pushLogs(ctx context.Context, ld plog.Logs) error {
+// dropped: only then is the push answered, so its caller (the processor's
+// outbox, a persistent queue) keeps what is not written. Records that were
+// not written (the exporter stops while their write fails, retries ran
+// out, ctx ended) are returned to the caller.
+func (e *k8seventsExporter) pushLogs(ctx context.Context, ld plog.Logs) error {
 	var ps []*pending
 	var at [][3]int // where each pending record is in ld
 	rls := ld.ResourceLogs()
@@ -161,13 +133,7 @@ func (e *k8seventExporter) pushLogs(ctx context.Context, ld plog.Logs) error {
 			}
 		}
 	}
-	// The records enter the lanes in the queue's order (see seqGate);
-	// a push whose records were all dropped passes too.
-	stamps := e.gate.stampsOf(ld)
-	if e.gate.enter(stamps) {
-		e.logger.Warn("A queued request never reached the exporter: the requests after it no longer wait for it", zap.Uint64("stamp", stamps[0]))
-	}
-	errs := e.disp.run(ctx, ps, func() { e.gate.leave(stamps) })
+	errs := e.disp.run(ctx, ps)
 	var first error
 	failed := map[[3]int]bool{}
 	permanent := true
@@ -190,7 +156,7 @@ func (e *k8seventExporter) pushLogs(ctx context.Context, ld plog.Logs) error {
 
 // prepareOne decodes and repairs a record for the API, or counts why it
 // cannot be written (nil).
-func (e *k8seventExporter) prepareOne(ctx context.Context, rl plog.ResourceLogs, lr plog.LogRecord) *pending {
+func (e *k8seventsExporter) prepareOne(ctx context.Context, rl plog.ResourceLogs, lr plog.LogRecord) *pending {
 	ev, _, found := k8sevent.Decode(rl.Resource(), lr, k8sevent.DecodeOptions{})
 	if !found {
 		e.permanent(ctx, "invalid", errors.New("record carries no Event"))
@@ -209,18 +175,18 @@ func (e *k8seventExporter) prepareOne(ctx context.Context, rl plog.ResourceLogs,
 
 // writeOne writes a prepared record: nil once written or dropped for good
 // (counted), else the retryable error.
-func (e *k8seventExporter) writeOne(ctx context.Context, p *pending) error {
+func (e *k8seventsExporter) writeOne(ctx context.Context, p *pending) error {
 	ev := p.ev // a failed attempt starts again from the prepared record
 	start := time.Now()
 	out, err := e.w.writeTrusting403(ctx, &ev)
-	e.telemetry.ExporterK8seventWriteLatency.Record(ctx, time.Since(start).Seconds())
+	e.telemetry.ExporterK8seventsWriteLatency.Record(ctx, time.Since(start).Seconds())
 	if ev.Name != p.name && e.logRate.Allow("renamed", start) {
 		e.logger.Info("An event record named an object that is not its own: written under another name (logged once a minute)",
 			zap.String("namespace", ev.ObjectNamespace()), zap.String("name", p.name), zap.String("written_as", ev.Name))
 	}
 	switch {
 	case err == nil:
-		e.telemetry.ExporterK8seventWrites.Add(ctx, 1, metric.WithAttributes(attribute.String("outcome", outcomeNames[out])))
+		e.telemetry.ExporterK8seventsWrites.Add(ctx, 1, metric.WithAttributes(attribute.String("outcome", outcomeNames[out])))
 		return nil
 	case errors.Is(err, errNameTaken):
 		e.permanent(ctx, "conflict", err)
@@ -239,7 +205,7 @@ func (e *k8seventExporter) writeOne(ctx context.Context, p *pending) error {
 		case apierrors.IsForbidden(err):
 			reason = "forbidden" // from an API server that is not ready: retried
 		}
-		e.telemetry.ExporterK8seventRetryableFailures.Add(ctx, 1, metric.WithAttributes(attribute.String("reason", reason)))
+		e.telemetry.ExporterK8seventsRetryableFailures.Add(ctx, 1, metric.WithAttributes(attribute.String("reason", reason)))
 		return err
 	}
 }
@@ -249,8 +215,8 @@ var outcomeNames = map[outcome]string{created: "created", patched: "patched",
 	adoptedSeries: "adopted_series"}
 
 // permanent counts a dropped record and logs it once a minute per reason.
-func (e *k8seventExporter) permanent(ctx context.Context, reason string, err error) {
-	e.telemetry.ExporterK8seventPermanentFailures.Add(ctx, 1, metric.WithAttributes(attribute.String("reason", reason)))
+func (e *k8seventsExporter) permanent(ctx context.Context, reason string, err error) {
+	e.telemetry.ExporterK8seventsPermanentFailures.Add(ctx, 1, metric.WithAttributes(attribute.String("reason", reason)))
 	if e.logRate.Allow(reason, time.Now()) {
 		e.logger.Warn("Dropped an event record (logged once a minute per reason)", zap.String("reason", reason), zap.Error(err))
 	}
@@ -258,8 +224,8 @@ func (e *k8seventExporter) permanent(ctx context.Context, reason string, err err
 
 // forbidden counts a record dropped for an RBAC gap and logs it once a
 // minute per namespace: a gap in one namespace never silences another's.
-func (e *k8seventExporter) forbidden(ctx context.Context, ns string, err error) {
-	e.telemetry.ExporterK8seventPermanentFailures.Add(ctx, 1, metric.WithAttributes(attribute.String("reason", "forbidden")))
+func (e *k8seventsExporter) forbidden(ctx context.Context, ns string, err error) {
+	e.telemetry.ExporterK8seventsPermanentFailures.Add(ctx, 1, metric.WithAttributes(attribute.String("reason", "forbidden")))
 	if e.forbiddenLog.allow(ns, time.Now()) {
 		e.logger.Error("Dropped an event record: the exporter may not write Events in this namespace (grant its role there; logged once a minute per namespace)",
 			zap.String("namespace", ns), zap.Error(err))

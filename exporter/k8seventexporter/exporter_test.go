@@ -14,9 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/component/componenttest"
-	"go.opentelemetry.io/collector/config/configoptional"
 	"go.opentelemetry.io/collector/exporter"
-	"go.opentelemetry.io/collector/exporter/exporterhelper"
 	"go.opentelemetry.io/collector/exporter/exportertest"
 	"go.opentelemetry.io/collector/pdata/plog"
 	"go.opentelemetry.io/otel/attribute"
@@ -60,6 +58,11 @@ func (r *rig) start(t *testing.T, mutate func(*Config)) (exporter.Logs, *compone
 // startLogged is start with the exporter's logger.
 func (r *rig) startLogged(t *testing.T, logger *zap.Logger, mutate func(*Config)) (exporter.Logs, *componenttest.Telemetry) {
 	t.Helper()
+	return r.startOn(t, componenttest.NewNopHost(), logger, mutate)
+}
+
+func (r *rig) startOn(t *testing.T, host component.Host, logger *zap.Logger, mutate func(*Config)) (exporter.Logs, *componenttest.Telemetry) {
+	t.Helper()
 	cfg := createDefaultConfig()
 	cfg.Config = k8sclient.Config{AuthType: k8sclient.AuthKubeConfig, KubeConfig: r.kubeconfig}
 	cfg.ReportingController = "k8sevents.io/exporter"
@@ -75,7 +78,7 @@ func (r *rig) startLogged(t *testing.T, logger *zap.Logger, mutate func(*Config)
 	set.ID = component.NewID(metadata.Type)
 	exp, err := NewFactory().CreateLogs(context.Background(), set, cfg)
 	require.NoError(t, err)
-	require.NoError(t, exp.Start(context.Background(), componenttest.NewNopHost()))
+	require.NoError(t, exp.Start(context.Background(), host))
 	t.Cleanup(func() {
 		require.NoError(t, exp.Shutdown(context.Background()))
 		_ = tel.Shutdown(context.Background())
@@ -123,9 +126,9 @@ func counter(t *testing.T, tel *componenttest.Telemetry, metric, attr, value str
 // create whose answer was lost (a timeout under load): retried, it is
 // answered AlreadyExists and adopted (patched when it holds less).
 func createdOrAdopted(t *testing.T, tel *componenttest.Telemetry) int64 {
-	return counter(t, tel, "otelcol_exporter_k8sevent_writes", "outcome", "created") +
-		counter(t, tel, "otelcol_exporter_k8sevent_writes", "outcome", "patched_after_409") +
-		counter(t, tel, "otelcol_exporter_k8sevent_writes", "outcome", "adopted")
+	return counter(t, tel, "otelcol_exporter_k8sevents_writes", "outcome", "created") +
+		counter(t, tel, "otelcol_exporter_k8sevents_writes", "outcome", "patched_after_409") +
+		counter(t, tel, "otelcol_exporter_k8sevents_writes", "outcome", "adopted")
 }
 
 // apiserverRequests sums apiserver_request_total for events requests of
@@ -178,7 +181,7 @@ func TestWritesReadBackInBothAPIs(t *testing.T) {
 			send(t, exp, record(name, k8sevent.StateSingleton, 1, t0))
 			send(t, exp, record(name, k8sevent.StateStarted, 2, t0.Add(10*time.Second)))
 			send(t, exp, record(name, k8sevent.StateOngoing, 5, t0.Add(time.Minute)))
-			require.Eventually(t, func() bool { return counter(t, tel, "otelcol_exporter_k8sevent_writes", "outcome", "patched") == 2 },
+			require.Eventually(t, func() bool { return counter(t, tel, "otelcol_exporter_k8sevents_writes", "outcome", "patched") == 2 },
 				30*time.Second, 20*time.Millisecond)
 			assert.Equal(t, int64(1), createdOrAdopted(t, tel))
 
@@ -229,7 +232,7 @@ func TestIdempotentWrites(t *testing.T) {
 	require.NoError(t, cs.EventsV1().Events("shop").Delete(context.Background(), name, metav1.DeleteOptions{}))
 	send(t, exp, record(name, k8sevent.StateStarted, 2, t0.Add(time.Second)))
 	require.Eventually(t, func() bool {
-		return counter(t, tel, "otelcol_exporter_k8sevent_writes", "outcome", "created_after_404") == 1
+		return counter(t, tel, "otelcol_exporter_k8sevents_writes", "outcome", "created_after_404") == 1
 	},
 		30*time.Second, 20*time.Millisecond)
 	got, err := cs.EventsV1().Events("shop").Get(context.Background(), name, metav1.GetOptions{})
@@ -240,7 +243,7 @@ func TestIdempotentWrites(t *testing.T) {
 	// AlreadyExists, it reads the object, finds it its own, and patches.
 	send(t, exp2, record(name, k8sevent.StateOngoing, 7, t0.Add(time.Minute)))
 	require.Eventually(t, func() bool {
-		return counter(t, tel2, "otelcol_exporter_k8sevent_writes", "outcome", "patched_after_409") == 1
+		return counter(t, tel2, "otelcol_exporter_k8sevents_writes", "outcome", "patched_after_409") == 1
 	},
 		30*time.Second, 20*time.Millisecond)
 	list, err := cs.EventsV1().Events("shop").List(context.Background(), metav1.ListOptions{})
@@ -263,9 +266,9 @@ func TestSameCountMakesNoRequest(t *testing.T) {
 	send(t, exp, record(name, k8sevent.StateFinished, 2, t0))
 	send(t, exp, record(name, k8sevent.StateOngoing, 3, t0.Add(time.Second)))
 	require.Eventually(t, func() bool {
-		return counter(t, tel, "otelcol_exporter_k8sevent_writes", "outcome", "patched") == 1
+		return counter(t, tel, "otelcol_exporter_k8sevents_writes", "outcome", "patched") == 1
 	}, 30*time.Second, 20*time.Millisecond)
-	assert.EqualValues(t, 2, counter(t, tel, "otelcol_exporter_k8sevent_writes", "outcome", "unchanged"))
+	assert.EqualValues(t, 2, counter(t, tel, "otelcol_exporter_k8sevents_writes", "outcome", "unchanged"))
 	assert.Equal(t, 2, r.apiserverCount(t, "2"), "one create, one patch")
 	got, err := cs.EventsV1().Events("shop").Get(context.Background(), name, metav1.GetOptions{})
 	require.NoError(t, err)
@@ -296,9 +299,9 @@ func TestBadInputNeverReachesTheAPIServer(t *testing.T) {
 
 	require.Eventually(t, func() bool { return createdOrAdopted(t, tel) == 3 },
 		30*time.Second, 20*time.Millisecond, "the huge note truncated, the bad name replaced, the good one: written; the queue keeps flowing")
-	assert.Equal(t, int64(2), counter(t, tel, "otelcol_exporter_k8sevent_permanent_failures", "reason", "invalid"),
+	assert.Equal(t, int64(2), counter(t, tel, "otelcol_exporter_k8sevents_permanent_failures", "reason", "invalid"),
 		"no regarding object, invalid namespace")
-	assert.Equal(t, int64(1), counter(t, tel, "otelcol_exporter_k8sevent_permanent_failures", "reason", "namespace"),
+	assert.Equal(t, int64(1), counter(t, tel, "otelcol_exporter_k8sevents_permanent_failures", "reason", "namespace"),
 		"outside the allowlist")
 	assert.Equal(t, before, r.apiserverCount(t, "4"), "no write answered 4xx")
 	got, err := r.srv.Clientset().EventsV1().Events("shop").Get(context.Background(), "web-1.hugenote", metav1.GetOptions{})
@@ -340,8 +343,8 @@ func TestBacksOffOnRealThrottling(t *testing.T) {
 		return true
 	}, 90*time.Second, 100*time.Millisecond, "every Event written once, with its final count, in the end")
 	assert.Positive(t, r.apiserverRequests(t, "PATCH", "429"), "the server throttled a patch")
-	assert.Positive(t, counter(t, tel, "otelcol_exporter_k8sevent_retryable_failures", "reason", "throttled"), "the exporter saw it")
-	assert.Zero(t, counter(t, tel, "otelcol_exporter_k8sevent_writes", "outcome", "unchanged"))
+	assert.Positive(t, counter(t, tel, "otelcol_exporter_k8sevents_retryable_failures", "reason", "throttled"), "the exporter saw it")
+	assert.Zero(t, counter(t, tel, "otelcol_exporter_k8sevents_writes", "outcome", "unchanged"))
 	// A create the server did but whose answer was lost (a timeout under
 	// load) is retried, answered AlreadyExists, and adopted: still one object.
 	assert.Equal(t, int64(n), createdOrAdopted(t, tel))
@@ -359,9 +362,9 @@ func TestRestartListsWhatItWroteBefore(t *testing.T) {
 
 	exp2, tel2 := r.start(t, func(c *Config) { c.API = k8sevent.APIEventsV1 })
 	send(t, exp2, record("web-1.before-restart", k8sevent.StateStarted, 2, t0.Add(time.Second)))
-	require.Eventually(t, func() bool { return counter(t, tel2, "otelcol_exporter_k8sevent_writes", "outcome", "patched") == 1 },
+	require.Eventually(t, func() bool { return counter(t, tel2, "otelcol_exporter_k8sevents_writes", "outcome", "patched") == 1 },
 		30*time.Second, 20*time.Millisecond)
-	assert.Zero(t, counter(t, tel2, "otelcol_exporter_k8sevent_writes", "outcome", "patched_after_409"), "no create attempt")
+	assert.Zero(t, counter(t, tel2, "otelcol_exporter_k8sevents_writes", "outcome", "patched_after_409"), "no create attempt")
 	got, err := r.srv.Clientset().EventsV1().Events("shop").Get(context.Background(), "web-1.before-restart", metav1.GetOptions{})
 	require.NoError(t, err)
 	assert.Equal(t, int32(2), got.Series.Count)
@@ -380,13 +383,12 @@ func TestAutoChoosesEventsV1WhenServed(t *testing.T) {
 	assert.Zero(t, got.DeprecatedCount, "no legacy count")
 }
 
-// TestConcurrentPushes: with the queue off (or more consumers) the pipeline
+// TestConcurrentPushes: without a queue (or with more consumers) the pipeline
 // calls the exporter from several goroutines at once.
 func TestConcurrentPushes(t *testing.T) {
 	r := newRig(t)
 	exp, tel := r.start(t, func(c *Config) {
 		c.API = k8sevent.APIEventsV1
-		c.Queue = configoptional.None[exporterhelper.QueueBatchConfig]()
 		c.Namespaces = []string{"shop"}
 	})
 	var wg sync.WaitGroup
@@ -403,7 +405,7 @@ func TestConcurrentPushes(t *testing.T) {
 	}
 	wg.Wait()
 	assert.Equal(t, int64(40), createdOrAdopted(t, tel))
-	assert.Equal(t, int64(40), counter(t, tel, "otelcol_exporter_k8sevent_permanent_failures", "reason", "namespace"))
+	assert.Equal(t, int64(40), counter(t, tel, "otelcol_exporter_k8sevents_permanent_failures", "reason", "namespace"))
 }
 
 // TestStateLastTimestampIsTheLatestOccurrence: through core/v1 the Event's

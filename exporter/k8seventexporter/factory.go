@@ -4,28 +4,21 @@ import (
 	"context"
 
 	"go.opentelemetry.io/collector/component"
-	"go.opentelemetry.io/collector/consumer"
 	"go.opentelemetry.io/collector/exporter"
 	"go.opentelemetry.io/collector/exporter/exporterhelper"
-	"go.opentelemetry.io/collector/exporter/xexporter"
 
 	"github.com/k8sevents/otel-k8sevents/exporter/k8seventexporter/internal/metadata"
 )
 
 // NewFactory returns the factory of the k8sevents exporter. Its type is
-// the receiver's (as otlp's is), and the type it had first, k8sevent, one
-// letter away and easily mistyped, still works with a deprecation warning.
+// the receiver's, as otlp's is.
 func NewFactory() exporter.Factory {
-	return xexporter.NewFactory(
+	return exporter.NewFactory(
 		metadata.Type,
 		func() component.Config { return createDefaultConfig() },
-		xexporter.WithLogs(createLogs, metadata.LogsStability),
-		xexporter.WithDeprecatedTypeAlias(deprecatedType),
+		exporter.WithLogs(createLogs, metadata.LogsStability),
 	)
 }
-
-// deprecatedType is the exporter's first type name.
-var deprecatedType = component.MustNewType("k8sevent")
 
 func createLogs(ctx context.Context, set exporter.Settings, cfg component.Config) (exporter.Logs, error) {
 	c := cfg.(*Config)
@@ -34,20 +27,18 @@ func createLogs(ctx context.Context, set exporter.Settings, cfg component.Config
 		return nil, err
 	}
 	// The timeout bounds each API write (the dispatcher applies it), not a
-	// push, which waits for its records' turns in the lanes; the lanes retry
-	// a failed write in place, exporterhelper's retry only sees what is
-	// handed back at shutdown.
+	// push, which waits until its records are written; the dispatcher
+	// retries a failed write in place, exporterhelper's retry only sees
+	// what is handed back at shutdown.
 	logs, err := exporterhelper.NewLogs(ctx, set, cfg, e.pushLogs,
 		exporterhelper.WithStart(e.start),
 		exporterhelper.WithShutdown(e.shutdown),
 		exporterhelper.WithTimeout(exporterhelper.TimeoutConfig{}),
 		exporterhelper.WithRetry(c.BackOff),
 		exporterhelper.WithQueue(c.Queue),
-		// The batcher merges requests, and ConsumeLogs stamps them (seqGate).
-		exporterhelper.WithCapabilities(consumer.Capabilities{MutatesData: true}),
 	)
 	if err != nil {
 		return nil, err
 	}
-	return newOrderedLogs(logs, e, c.stampsRequests()), nil
+	return stoppingFirst{Logs: logs, e: e}, nil
 }

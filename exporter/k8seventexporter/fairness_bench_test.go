@@ -10,6 +10,7 @@ import (
 	"go.opentelemetry.io/collector/component/componenttest"
 	"go.opentelemetry.io/collector/exporter"
 	"go.opentelemetry.io/collector/exporter/exportertest"
+	"go.opentelemetry.io/collector/extension"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -25,24 +26,32 @@ const (
 	fairnessWaitAt = 10 * time.Minute
 )
 
-// BenchmarkFairnessFloodDelay measures what issue 11 item 5 describes: the
-// factory-built exporter with its defaults (QPS 20, burst 50, in-memory
-// queue with batch, lookahead of 256 requests) is handed floodRecords distinct valid
-// records in namespace shop, then one record in namespace other. Reported:
+// BenchmarkFairnessFloodDelay measures how long a flood of floodRecords
+// distinct valid records in namespace shop delays one record in namespace
+// other, through the factory-built exporter (QPS 20, burst 50). Reported:
 // how long until the other namespace's Event is visible on the API server
-// (delay-s), and how many flood records were written before it. The flood
-// comes in requests of 100 records (a processor batch: all within the
-// lookahead), or of one (more requests than the lookahead: the default
-// sending_queue::batch merges them; without it, the lookahead's limit).
+// (delay-s), and how many flood records were written before it.
 //
-//	go test -run XXX -bench BenchmarkFairnessFloodDelay -benchtime 1x ./exporter/k8seventexporter/
+//   - queued: a persistent sending_queue with this exporter's defaults
+//     (lookahead of 256 requests, batch), handed the whole flood, then the
+//     other record. The flood comes in requests of 100 records (a
+//     processor's batch) or of one (more requests than the lookahead: the
+//     queue's batch merges them).
+//
+//   - unqueued: no queue (the default). One caller sends the flood in
+//     requests of 100, each answered once written; once the first is, a
+//     second caller sends the other record. (A single caller gets no
+//     lookahead across its pushes: its next push waits for the one before.)
+//
+//     go test -run XXX -bench BenchmarkFairnessFloodDelay -benchtime 1x ./exporter/k8seventexporter/
 func BenchmarkFairnessFloodDelay(b *testing.B) {
 	for _, batch := range []int{100, 1} {
-		b.Run(fmt.Sprintf("requests-of-%d", batch), func(b *testing.B) { benchFloodDelay(b, batch) })
+		b.Run(fmt.Sprintf("queued/requests-of-%d", batch), func(b *testing.B) { benchFloodDelay(b, batch, true) })
 	}
+	b.Run("unqueued/requests-of-100", func(b *testing.B) { benchFloodDelay(b, 100, false) })
 }
 
-func benchFloodDelay(b *testing.B, floodBatch int) {
+func benchFloodDelay(b *testing.B, floodBatch int, queued bool) {
 	srv := kubetest.Start(b)
 	ctx := context.Background()
 	for _, ns := range []string{"shop", "other"} {
@@ -52,15 +61,32 @@ func benchFloodDelay(b *testing.B, floodBatch int) {
 		}
 	}
 	for i := range b.N {
-		exp := startDefaultExporter(b, srv.Kubeconfig(b))
-		for start := 0; start < floodRecords; start += floodBatch {
-			evs := make([]k8sevent.Event, 0, floodBatch)
-			for j := start; j < min(start+floodBatch, floodRecords); j++ {
-				evs = append(evs, record(fmt.Sprintf("web-1.flood-%d-%05d", i, j), k8sevent.StateSingleton, 1, t0))
+		exp, stop := startFairnessExporter(b, srv.Kubeconfig(b), queued)
+		floodCtx, endFlood := context.WithCancel(ctx)
+		firstDone := make(chan struct{})
+		flooded := make(chan error, 1)
+		go func() {
+			for start := 0; start < floodRecords; start += floodBatch {
+				evs := make([]k8sevent.Event, 0, floodBatch)
+				for j := start; j < min(start+floodBatch, floodRecords); j++ {
+					evs = append(evs, record(fmt.Sprintf("web-1.flood-%d-%05d", i, j), k8sevent.StateSingleton, 1, t0))
+				}
+				if err := exp.ConsumeLogs(floodCtx, encodeLogs(evs...)); err != nil {
+					flooded <- err
+					return
+				}
+				if start == 0 {
+					close(firstDone)
+				}
 			}
-			if err := exp.ConsumeLogs(ctx, encodeLogs(evs...)); err != nil {
+			flooded <- nil
+		}()
+		if queued {
+			if err := <-flooded; err != nil { // the whole flood is queued
 				b.Fatal(err)
 			}
+		} else {
+			<-firstDone // the first request is written; the caller sends the next
 		}
 		quiet := record(fmt.Sprintf("api-1.quiet-%d", i), k8sevent.StateSingleton, 1, t0)
 		quiet.Regarding.Namespace, quiet.Regarding.Name = "other", "api-1"
@@ -75,9 +101,8 @@ func benchFloodDelay(b *testing.B, floodBatch int) {
 		}
 		b.ReportMetric(delay.Seconds(), "delay-s")
 		b.ReportMetric(float64(len(written.Items)), "flood-written-before")
-		if err := exp.Shutdown(ctx); err != nil {
-			b.Fatal(err)
-		}
+		endFlood()
+		stop()
 	}
 }
 
@@ -95,21 +120,37 @@ func waitVisible(b *testing.B, srv *kubetest.Server, ns, name string, since time
 	return 0
 }
 
-// startDefaultExporter is the factory's exporter with its default
-// configuration (QPS cap, queue) against the kubeconfig's API server.
-func startDefaultExporter(b *testing.B, kubeconfig string) exporter.Logs {
+// startFairnessExporter is the factory's exporter with its default
+// configuration (QPS cap) against the kubeconfig's API server, with a
+// persistent sending_queue when queued; stop shuts it (and its storage)
+// down.
+func startFairnessExporter(b *testing.B, kubeconfig string, queued bool) (exp exporter.Logs, stop func()) {
 	b.Helper()
 	cfg := createDefaultConfig()
 	cfg.Config = k8sclient.Config{AuthType: k8sclient.AuthKubeConfig, KubeConfig: kubeconfig}
 	cfg.API = k8sevent.APIEventsV1
+	var host component.Host = componenttest.NewNopHost()
+	var ext extension.Extension
+	if queued {
+		ext = outageFileStorage(b, b.TempDir())
+		host = outageHost{outageStorageID: ext}
+		persistentQueue(cfg)
+	}
 	set := exportertest.NewNopSettings(metadata.Type)
 	set.ID = component.NewID(metadata.Type)
 	exp, err := NewFactory().CreateLogs(context.Background(), set, cfg)
 	if err != nil {
 		b.Fatal(err)
 	}
-	if err := exp.Start(context.Background(), componenttest.NewNopHost()); err != nil {
+	if err := exp.Start(context.Background(), host); err != nil {
 		b.Fatal(err)
 	}
-	return exp
+	return exp, func() {
+		if err := exp.Shutdown(context.Background()); err != nil {
+			b.Fatal(err)
+		}
+		if ext != nil {
+			_ = ext.Shutdown(context.Background())
+		}
+	}
 }

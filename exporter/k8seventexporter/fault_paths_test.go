@@ -11,8 +11,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/component/componenttest"
-	"go.opentelemetry.io/collector/config/configoptional"
-	"go.opentelemetry.io/collector/exporter/exporterhelper"
 	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
@@ -36,7 +34,7 @@ func TestFaultAlreadyExistsNeverLowersACount(t *testing.T) {
 	require.Eventually(t, func() bool { return createdOrAdopted(t, tel) == 1 }, 30*time.Second, 10*time.Millisecond)
 
 	send(t, exp2, record(name, k8sevent.StateStarted, 3, t0.Add(time.Second)))
-	require.Eventually(t, func() bool { return counter(t, tel2, "otelcol_exporter_k8sevent_writes", "outcome", "stale") == 1 },
+	require.Eventually(t, func() bool { return counter(t, tel2, "otelcol_exporter_k8sevents_writes", "outcome", "stale") == 1 },
 		30*time.Second, 10*time.Millisecond)
 	core, events, err := r.occurrences(t, name)
 	require.NoError(t, err)
@@ -73,8 +71,8 @@ func TestFaultPatchAfterAlreadyExistsAnswers404(t *testing.T) {
 		return err == nil && core == 5 && events == 5
 	}, 30*time.Second, 10*time.Millisecond)
 	assert.Equal(t, 1, h.Acted())
-	assert.Zero(t, counter(t, tel2, "otelcol_exporter_k8sevent_permanent_failures", "reason", "rejected"), "a 404 after AlreadyExists is not permanent")
-	assert.Positive(t, counter(t, tel2, "otelcol_exporter_k8sevent_retryable_failures", "reason", "error"))
+	assert.Zero(t, counter(t, tel2, "otelcol_exporter_k8sevents_permanent_failures", "reason", "rejected"), "a 404 after AlreadyExists is not permanent")
+	assert.Positive(t, counter(t, tel2, "otelcol_exporter_k8sevents_retryable_failures", "reason", "error"))
 }
 
 // TestFaultCreateAfterPatch404IsACreate: the object expired (the patch
@@ -97,11 +95,11 @@ func TestFaultCreateAfterPatch404IsACreate(t *testing.T) {
 		_, err := r.srv.Clientset().EventsV1().Events("shop").Get(context.Background(), "web-1.after", metav1.GetOptions{})
 		return err == nil
 	}, 30*time.Second, 10*time.Millisecond, "the queue moves on")
-	assert.EqualValues(t, 1, counter(t, tel, "otelcol_exporter_k8sevent_permanent_failures", "reason", "rejected"))
-	assert.Zero(t, counter(t, tel, "otelcol_exporter_k8sevent_retryable_failures", "reason", "error"), "not retried")
+	assert.EqualValues(t, 1, counter(t, tel, "otelcol_exporter_k8sevents_permanent_failures", "reason", "rejected"))
+	assert.Zero(t, counter(t, tel, "otelcol_exporter_k8sevents_retryable_failures", "reason", "error"), "not retried")
 }
 
-// TestFaultConcurrentWritesOfOneObject: with the queue off, several
+// TestFaultConcurrentWritesOfOneObject: without a queue, several
 // goroutines write records of one object at once. The check of what was
 // written and the write are atomic per object: one object, its count never
 // goes down (watched), and it ends at the highest count sent.
@@ -114,7 +112,6 @@ func TestFaultConcurrentWritesOfOneObject(t *testing.T) {
 	defer w.Stop()
 	exp, _ := r.start(t, func(c *Config) {
 		c.API = k8sevent.APIEventsV1
-		c.Queue = configoptional.None[exporterhelper.QueueBatchConfig]()
 	})
 	var wg sync.WaitGroup
 	for g := range writers {
@@ -163,7 +160,7 @@ func TestHostileOversizedEventsNeverReachTheAPIServer(t *testing.T) {
 	huge.Regarding.Kind = strings.Repeat("K", 100<<10)
 	send(t, exp, huge)
 	require.Eventually(t, func() bool {
-		return counter(t, tel, "otelcol_exporter_k8sevent_permanent_failures", "reason", "invalid") == 1
+		return counter(t, tel, "otelcol_exporter_k8sevents_permanent_failures", "reason", "invalid") == 1
 	}, 30*time.Second, 10*time.Millisecond)
 	assert.Zero(t, fr.proxy.Seen("POST"), "never sent")
 
@@ -174,7 +171,7 @@ func TestHostileOversizedEventsNeverReachTheAPIServer(t *testing.T) {
 	send(t, exp, record("web-1.refused-413", k8sevent.StateSingleton, 1, t0),
 		record("web-1.refused-etcd", k8sevent.StateSingleton, 1, t0), record("web-1.good", k8sevent.StateSingleton, 1, t0))
 	require.Eventually(t, func() bool { return createdOrAdopted(t, tel) == 1 }, 30*time.Second, 10*time.Millisecond)
-	assert.EqualValues(t, 2, counter(t, tel, "otelcol_exporter_k8sevent_permanent_failures", "reason", "rejected"))
-	assert.Zero(t, counter(t, tel, "otelcol_exporter_k8sevent_retryable_failures", "reason", "error"), "neither was retried")
+	assert.EqualValues(t, 2, counter(t, tel, "otelcol_exporter_k8sevents_permanent_failures", "reason", "rejected"))
+	assert.Zero(t, counter(t, tel, "otelcol_exporter_k8sevents_retryable_failures", "reason", "error"), "neither was retried")
 	assert.Equal(t, 3, fr.proxy.Seen("POST"), "one request each")
 }

@@ -12,7 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/component/componenttest"
-	"go.opentelemetry.io/collector/config/configoptional"
+	"go.opentelemetry.io/collector/consumer/consumererror"
 	"go.opentelemetry.io/collector/exporter"
 	"go.opentelemetry.io/collector/extension"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -24,9 +24,13 @@ import (
 // faultKind is a kind of record as the eventseries processor emits it; the
 // last record of each sequence is the one that meets the fault.
 type faultKind struct {
-	name  string
-	flush bool // the last record is a shutdown flush: the exporter stops while it fails
-	recs  func(name string) []k8sevent.Event
+	name string
+	// flush: the last record is a shutdown flush, and the exporter stops
+	// while its write fails. queued: through a persistent queue, which
+	// keeps it; else the push answers an error and its caller sends it
+	// again after the restart, as the processor does from its saved outbox.
+	flush, queued bool
+	recs          func(name string) []k8sevent.Event
 }
 
 // legacyRecord is what the processor emits in mode: legacy (a cumulative
@@ -56,10 +60,13 @@ var faultKinds = []faultKind{
 	{name: "legacy", recs: func(n string) []k8sevent.Event {
 		return []k8sevent.Event{legacyRecord(n, 1, t0), legacyRecord(n, 3, t0.Add(time.Second)), legacyRecord(n, 6, t0.Add(time.Minute))}
 	}},
-	{name: "flush", flush: true, recs: func(n string) []k8sevent.Event {
-		return []k8sevent.Event{record(n, k8sevent.StateSingleton, 1, t0), record(n, k8sevent.StateStarted, 2, t0.Add(time.Second)),
-			record(n, k8sevent.StateOngoing, 4, t0.Add(time.Minute))}
-	}},
+	{name: "flush", flush: true, queued: true, recs: flushRecords},
+	{name: "flush-unqueued", flush: true, recs: flushRecords},
+}
+
+func flushRecords(n string) []k8sevent.Event {
+	return []k8sevent.Event{record(n, k8sevent.StateSingleton, 1, t0), record(n, k8sevent.StateStarted, 2, t0.Add(time.Second)),
+		record(n, k8sevent.StateOngoing, 4, t0.Add(time.Minute))}
 }
 
 // fault is injected on every write of the last record: once, or for a
@@ -100,7 +107,8 @@ func (r *rig) withProxy(t *testing.T) *faultRig {
 }
 
 // faultExporter starts an exporter through the proxy with a 1 s attempt
-// timeout (a held request fails fast) and, for flush, a persistent queue.
+// timeout (a held request fails fast) and, on a host with a file_storage,
+// a persistent queue.
 func (fr *faultRig) faultExporter(t *testing.T, api string, h component.Host, mutate ...func(*Config)) (exporter.Logs, *componenttest.Telemetry) {
 	return fr.outageExporter(t, h, func(c *Config) {
 		for _, m := range mutate {
@@ -110,10 +118,7 @@ func (fr *faultRig) faultExporter(t *testing.T, api string, h component.Host, mu
 		c.TimeoutConfig.Timeout = time.Second
 		c.BackOff.InitialInterval, c.BackOff.MaxInterval = 50*time.Millisecond, 500*time.Millisecond
 		if _, persistent := h.(outageHost); persistent {
-			q := defaultQueue()
-			id := outageStorageID
-			q.StorageID = &id
-			c.Queue = configoptional.Some(q)
+			persistentQueue(c)
 		}
 	})
 }
@@ -145,8 +150,9 @@ func (r *rig) objectsAbout(t *testing.T, pod string) int {
 // TestFaultOnTheLastRecord: for every record kind and both APIs, the writes
 // of an object's last record fail (5xx, 429, a held request, a reset, an
 // answer lost after the server applied the write), once or for a while.
-// The object ends with the exact count through both APIs, and it is the
-// only object about its pod. The records are of type Error and state their
+// Without a queue its push is not answered while the write fails for a
+// while. The object ends with the exact count through both APIs, and it is
+// the only object about its pod. The records are of type Error and state their
 // cluster (issue 17 items 3 and 5): the object is a Warning annotated with
 // its cluster, whichever attempt wrote it.
 func TestFaultOnTheLastRecord(t *testing.T) { runFaults(t, faults) }
@@ -181,7 +187,7 @@ func runFault(t *testing.T, r *rig, api string, kind faultKind, f fault, id stri
 	var host component.Host = componenttest.NewNopHost()
 	var ext extension.Extension
 	dir := t.TempDir()
-	if kind.flush {
+	if kind.queued {
 		ext = outageFileStorage(t, dir)
 		host = outageHost{outageStorageID: ext}
 	}
@@ -217,22 +223,53 @@ func runFault(t *testing.T, r *rig, api string, kind faultKind, f fault, id stri
 		hr := fr.proxy.Add(rr)
 		end = func() { h.Remove(); hr.Remove() }
 	}
-	send(t, exp, last)
+	pushed := make(chan error, 1)
+	go func() { pushed <- exp.ConsumeLogs(context.Background(), encodeLogs(last)) }()
 	hits := 1
 	if f.forAWhile {
 		hits = 3
 	}
 	require.Eventually(t, func() bool { return h.Acted() >= hits }, 30*time.Second, 10*time.Millisecond, "the fault was injected")
+	switch {
+	case kind.queued:
+		require.NoError(t, <-pushed, "answered once in the persistent queue")
+	case f.forAWhile:
+		select {
+		case err := <-pushed:
+			t.Fatalf("the push was answered (%v) while its record's write still fails", err)
+		default:
+		}
+	}
 	if kind.flush {
 		// The collector stops while the flush is failing: the persistent
-		// queue keeps it, and the next start writes it.
+		// queue keeps it, or the push answers an error and its caller (the
+		// processor, from its saved outbox) sends it to the next start.
 		require.NoError(t, exp.Shutdown(context.Background()))
-		require.NoError(t, ext.Shutdown(context.Background()))
+		if ext != nil {
+			require.NoError(t, ext.Shutdown(context.Background()))
+		}
 		end()
-		ext = outageFileStorage(t, dir)
-		exp, tel = fr.faultExporter(t, api, outageHost{outageStorageID: ext})
+		if kind.queued {
+			ext = outageFileStorage(t, dir)
+			host = outageHost{outageStorageID: ext}
+		}
+		exp, tel = fr.faultExporter(t, api, host)
+		if !kind.queued {
+			err := <-pushed
+			if f.forAWhile {
+				require.Error(t, err, "not written: the push may not be answered as done")
+			}
+			if err != nil {
+				require.False(t, consumererror.IsPermanent(err), "handed back to be sent again: %v", err)
+				send(t, exp, last)
+			}
+		}
+	} else {
+		end()
+		if !kind.queued {
+			require.NoError(t, <-pushed, "answered once written")
+		}
 	}
-	end()
 
 	var core, events int64
 	ok := assert.Eventually(t, func() bool {
@@ -254,9 +291,9 @@ func runFault(t *testing.T, r *rig, api string, kind faultKind, f fault, id stri
 	require.NoError(t, err)
 	assert.Equal(t, k8sevent.TypeWarning, obj.Type, "Error is written as Warning")
 	assert.Equal(t, "east", obj.Annotations[k8sevent.AnnotationSourceCluster])
-	assert.Zero(t, counter(t, tel, "otelcol_exporter_k8sevent_writes", "outcome", "stale"))
-	assert.Zero(t, counter(t, tel, "otelcol_exporter_k8sevent_permanent_failures", "reason", "rejected"))
-	assert.Zero(t, counter(t, tel, "otelcol_exporter_k8sevent_permanent_failures", "reason", "forbidden"))
+	assert.Zero(t, counter(t, tel, "otelcol_exporter_k8sevents_writes", "outcome", "stale"))
+	assert.Zero(t, counter(t, tel, "otelcol_exporter_k8sevents_permanent_failures", "reason", "rejected"))
+	assert.Zero(t, counter(t, tel, "otelcol_exporter_k8sevents_permanent_failures", "reason", "forbidden"))
 }
 
 func apiPath(api string) string {

@@ -65,7 +65,7 @@ func gapRecord(ns string, i int) k8sevent.Event {
 // TestExactRBACGapIsReportedAndHoldsNoOtherNamespace: the exporter's user
 // has deploy/rbac-exporter.yaml's rules as a Role in namespace shop only;
 // its records for namespaces other (a flood) and third are refused by the
-// real API server's RBAC. Each of those is tried twice around one /readyz
+// real API server's RBAC. It writes through a persistent queue. Each of those is tried twice around one /readyz
 // (ready), then dropped: counted as permanent_failures{reason=forbidden},
 // never as a retry (its lane waits for no backoff), and logged once per
 // namespace, third's line not silenced by other's. Meanwhile shop's series
@@ -95,9 +95,13 @@ func TestExactRBACGapIsReportedAndHoldsNoOtherNamespace(t *testing.T) {
 	writes := r.watchWrites(t)
 	core, logs := observer.New(zap.InfoLevel)
 	asUser := &rig{srv: r.srv, kubeconfig: kubeconfig}
-	exp, tel := asUser.startLogged(t, zap.New(core), func(c *Config) { c.API = k8sevent.APIEventsV1 })
+	// A persistent queue: its lookahead lets shop's rounds pass the flood.
+	exp, tel := asUser.startOn(t, storageHost(t), zap.New(core), func(c *Config) {
+		persistentQueue(c)
+		c.API = k8sevent.APIEventsV1
+	})
 	refused := func() int64 {
-		return counter(t, tel, "otelcol_exporter_k8sevent_permanent_failures", "reason", "forbidden")
+		return counter(t, tel, "otelcol_exporter_k8sevents_permanent_failures", "reason", "forbidden")
 	}
 
 	const flood = 90 // three requests each at the QPS cap of 20: about 13 s
@@ -145,8 +149,8 @@ func TestExactRBACGapIsReportedAndHoldsNoOtherNamespace(t *testing.T) {
 	assert.Equal(t, 2*flood, creates["other"].Matched(), "each refused record is tried twice")
 	assert.Equal(t, 4, creates["third"].Matched(), "each refused record is tried twice")
 	assert.Equal(t, flood+2, probes.Matched(), "one /readyz per refused record")
-	assert.Zero(t, counter(t, tel, "otelcol_exporter_k8sevent_retryable_failures", "reason", "forbidden"), "a refused record never waits for a backoff")
-	assert.Zero(t, counter(t, tel, "otelcol_exporter_k8sevent_permanent_failures", "reason", "rejected"))
+	assert.Zero(t, counter(t, tel, "otelcol_exporter_k8sevents_retryable_failures", "reason", "forbidden"), "a refused record never waits for a backoff")
+	assert.Zero(t, counter(t, tel, "otelcol_exporter_k8sevents_permanent_failures", "reason", "rejected"))
 
 	logged := map[string]int{}
 	for _, e := range logs.FilterMessageSnippet("may not write Events in this namespace").All() {

@@ -35,13 +35,13 @@ func TestDeployRBACIsEnoughAndNoMore(t *testing.T) {
 		exp2, tel2 := r.start(t, func(c *Config) { c.API = api })
 		name := "web-1.rbac-" + map[string]string{k8sevent.APIEventsV1: "new", k8sevent.APICoreV1: "old"}[api]
 		send(t, exp, record(name, k8sevent.StateSingleton, 1, t0), record(name, k8sevent.StateStarted, 2, t0.Add(time.Second)))
-		require.Eventually(t, func() bool { return counter(t, tel, "otelcol_exporter_k8sevent_writes", "outcome", "patched") == 1 },
+		require.Eventually(t, func() bool { return counter(t, tel, "otelcol_exporter_k8sevents_writes", "outcome", "patched") == 1 },
 			30*time.Second, 20*time.Millisecond, "create and patch as the user (%s)", api)
 		// Its create is answered AlreadyExists; it reads the object, finds
 		// it its own, and patches.
 		send(t, exp2, record(name, k8sevent.StateOngoing, 3, t0.Add(time.Minute)))
 		require.Eventually(t, func() bool {
-			return counter(t, tel2, "otelcol_exporter_k8sevent_writes", "outcome", "patched_after_409") == 1
+			return counter(t, tel2, "otelcol_exporter_k8sevents_writes", "outcome", "patched_after_409") == 1
 		}, 30*time.Second, 20*time.Millisecond, "get and patch after AlreadyExists as the user (%s)", api)
 	}
 
@@ -78,9 +78,9 @@ func TestDeployRBACPerNamespace(t *testing.T) {
 
 		exp2, tel2 := r.start(t, inShop)
 		send(t, exp2, record(name, k8sevent.StateStarted, 2, t0.Add(time.Second)))
-		require.Eventually(t, func() bool { return counter(t, tel2, "otelcol_exporter_k8sevent_writes", "outcome", "patched") == 1 },
+		require.Eventually(t, func() bool { return counter(t, tel2, "otelcol_exporter_k8sevents_writes", "outcome", "patched") == 1 },
 			30*time.Second, 20*time.Millisecond, "the restarted exporter listed shop and patches (%s)", api)
-		assert.Zero(t, counter(t, tel2, "otelcol_exporter_k8sevent_writes", "outcome", "patched_after_409"), "no create attempt")
+		assert.Zero(t, counter(t, tel2, "otelcol_exporter_k8sevents_writes", "outcome", "patched_after_409"), "no create attempt")
 	}
 	as, err := kubernetes.NewForConfig(r.srv.RESTConfigFor(token))
 	require.NoError(t, err)

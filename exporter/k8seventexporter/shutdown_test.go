@@ -10,7 +10,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/component/componenttest"
-	"go.opentelemetry.io/collector/config/configoptional"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
 	"github.com/k8sevents/otel-k8sevents/internal/harness/kubetest"
@@ -21,7 +20,7 @@ import (
 // outcome (created, patched, adopted, stale, unchanged, ...).
 func recordsWritten(t *testing.T, tel *componenttest.Telemetry) int64 {
 	t.Helper()
-	m, err := tel.GetMetric("otelcol_exporter_k8sevent_writes")
+	m, err := tel.GetMetric("otelcol_exporter_k8sevents_writes")
 	if err != nil {
 		return 0
 	}
@@ -60,10 +59,7 @@ func TestShutdownLeavesTheBacklogToThePersistentQueue(t *testing.T) {
 	dir := t.TempDir()
 	persistent := func(qps float32) func(*Config) {
 		return func(c *Config) {
-			q := defaultQueue()
-			id := outageStorageID
-			q.StorageID = &id
-			c.Queue = configoptional.Some(q)
+			persistentQueue(c)
 			c.QPS, c.Burst = qps, 1
 		}
 	}
@@ -88,7 +84,7 @@ func TestShutdownLeavesTheBacklogToThePersistentQueue(t *testing.T) {
 	// Shutdown's first step, taken here so that what follows is counted
 	// from the moment it took effect: from now on only the record in flight
 	// may still be written (one writer, one record at a time).
-	expA.(*orderedLogs).e.stopping()
+	expA.(stoppingFirst).e.stopping()
 	atStop, requestsAtStop := recordsWritten(t, telA), r.eventWrites(t)
 	require.NoError(t, expA.Shutdown(context.Background()))
 	require.NoError(t, extA.Shutdown(context.Background()))

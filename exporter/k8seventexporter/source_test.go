@@ -50,9 +50,9 @@ func TestWritesAcceptedTypes(t *testing.T) {
 			send(t, exp, second)
 			want[name] = apiType
 		}
-		require.Eventually(t, func() bool { return counter(t, tel, "otelcol_exporter_k8sevent_writes", "outcome", "patched") == 3 },
+		require.Eventually(t, func() bool { return counter(t, tel, "otelcol_exporter_k8sevents_writes", "outcome", "patched") == 3 },
 			30*time.Second, 20*time.Millisecond)
-		assert.Zero(t, counter(t, tel, "otelcol_exporter_k8sevent_permanent_failures", "reason", "rejected"))
+		assert.Zero(t, counter(t, tel, "otelcol_exporter_k8sevents_permanent_failures", "reason", "rejected"))
 		for name, apiType := range want {
 			got, err := r.srv.Clientset().CoreV1().Events("shop").Get(context.Background(), name, metav1.GetOptions{})
 			require.NoError(t, err)

@@ -6,7 +6,7 @@ package collectorproc
 const (
 	receiverMetric  = "otelcol_receiver_k8sevents_"
 	processorMetric = "otelcol_processor_eventseries_"
-	exporterMetric  = "otelcol_exporter_k8sevent_"
+	exporterMetric  = "otelcol_exporter_k8sevents_"
 )
 
 // Pipeline is what the three components counted, read from one scrape: the

@@ -23,13 +23,13 @@ otelcol_processor_eventseries_compressed 90
 otelcol_processor_eventseries_spam_dropped 2
 otelcol_processor_eventseries_series_finished 1
 otelcol_processor_eventseries_open_entries 9
-otelcol_exporter_k8sevent_writes{outcome="created"} 7
-otelcol_exporter_k8sevent_writes{outcome="patched"} 3
-otelcol_exporter_k8sevent_writes{outcome="stale"} 1
-otelcol_exporter_k8sevent_writes{outcome="unchanged"} 5
-otelcol_exporter_k8sevent_writes{outcome="adopted"} 2
-otelcol_exporter_k8sevent_permanent_failures{reason="invalid"} 1
-otelcol_exporter_k8sevent_retryable_failures{reason="throttled"} 4
+otelcol_exporter_k8sevents_writes{outcome="created"} 7
+otelcol_exporter_k8sevents_writes{outcome="patched"} 3
+otelcol_exporter_k8sevents_writes{outcome="stale"} 1
+otelcol_exporter_k8sevents_writes{outcome="unchanged"} 5
+otelcol_exporter_k8sevents_writes{outcome="adopted"} 2
+otelcol_exporter_k8sevents_permanent_failures{reason="invalid"} 1
+otelcol_exporter_k8sevents_retryable_failures{reason="throttled"} 4
 `))
 	require.NoError(t, err)
 	assert.Equal(t, Pipeline{

@@ -23,13 +23,13 @@ func Tracer(settings component.TelemetrySettings) trace.Tracer {
 // TelemetryBuilder provides an interface for components to report telemetry
 // as defined in metadata and user config.
 type TelemetryBuilder struct {
-	meter                             metric.Meter
-	mu                                sync.Mutex
-	registrations                     []metric.Registration
-	ExporterK8seventPermanentFailures metric.Int64Counter
-	ExporterK8seventRetryableFailures metric.Int64Counter
-	ExporterK8seventWriteLatency      metric.Float64Histogram
-	ExporterK8seventWrites            metric.Int64Counter
+	meter                              metric.Meter
+	mu                                 sync.Mutex
+	registrations                      []metric.Registration
+	ExporterK8seventsPermanentFailures metric.Int64Counter
+	ExporterK8seventsRetryableFailures metric.Int64Counter
+	ExporterK8seventsWriteLatency      metric.Float64Histogram
+	ExporterK8seventsWrites            metric.Int64Counter
 }
 
 // TelemetryBuilderOption applies changes to default builder.
@@ -61,27 +61,27 @@ func NewTelemetryBuilder(settings component.TelemetrySettings, options ...Teleme
 	}
 	builder.meter = Meter(settings)
 	var err, errs error
-	builder.ExporterK8seventPermanentFailures, err = builder.meter.Int64Counter(
-		"otelcol_exporter_k8sevent_permanent_failures",
+	builder.ExporterK8seventsPermanentFailures, err = builder.meter.Int64Counter(
+		"otelcol_exporter_k8sevents_permanent_failures",
 		metric.WithDescription("Records dropped for good, by attribute reason: invalid (cannot become a valid Event), namespace (outside the allowlist), rejected (the API server refused it), conflict (every name the record may use holds an Event that is not its own), forbidden (403 again from an API server that said it is ready: the exporter's RBAC lacks the namespace). [Alpha]"),
 		metric.WithUnit("{records}"),
 	)
 	errs = errors.Join(errs, err)
-	builder.ExporterK8seventRetryableFailures, err = builder.meter.Int64Counter(
-		"otelcol_exporter_k8sevent_retryable_failures",
+	builder.ExporterK8seventsRetryableFailures, err = builder.meter.Int64Counter(
+		"otelcol_exporter_k8sevents_retryable_failures",
 		metric.WithDescription("Writes that failed and will be retried, by attribute reason: throttled (429), forbidden (403 from an API server that is not ready yet) or error (5xx, timeout, connection). [Alpha]"),
 		metric.WithUnit("{writes}"),
 	)
 	errs = errors.Join(errs, err)
-	builder.ExporterK8seventWriteLatency, err = builder.meter.Float64Histogram(
-		"otelcol_exporter_k8sevent_write_latency",
+	builder.ExporterK8seventsWriteLatency, err = builder.meter.Float64Histogram(
+		"otelcol_exporter_k8sevents_write_latency",
 		metric.WithDescription("Duration of one Event write (create, patch, or both). [Alpha]"),
 		metric.WithUnit("s"),
 		metric.WithExplicitBucketBoundaries([]float64{0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5}...),
 	)
 	errs = errors.Join(errs, err)
-	builder.ExporterK8seventWrites, err = builder.meter.Int64Counter(
-		"otelcol_exporter_k8sevent_writes",
+	builder.ExporterK8seventsWrites, err = builder.meter.Int64Counter(
+		"otelcol_exporter_k8sevents_writes",
 		metric.WithDescription("Event writes the API server accepted, by attribute outcome: created, patched, created_after_404, patched_after_409, adopted (create answered AlreadyExists and the object already held the count: nothing sent), stale (an older record than the stored count: skipped), unchanged (the count already written: no request), adopted_series (a series' first write, into the open object of its series another exporter wrote: adopt_open_series). [Alpha]"),
 		metric.WithUnit("{writes}"),
 	)

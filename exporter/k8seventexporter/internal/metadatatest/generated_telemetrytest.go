@@ -21,9 +21,9 @@ func NewSettings(tt *componenttest.Telemetry) exporter.Settings {
 	return set
 }
 
-func AssertEqualExporterK8seventPermanentFailures(t *testing.T, tt *componenttest.Telemetry, dps []metricdata.DataPoint[int64], opts ...metricdatatest.Option) {
+func AssertEqualExporterK8seventsPermanentFailures(t *testing.T, tt *componenttest.Telemetry, dps []metricdata.DataPoint[int64], opts ...metricdatatest.Option) {
 	want := metricdata.Metrics{
-		Name:        "otelcol_exporter_k8sevent_permanent_failures",
+		Name:        "otelcol_exporter_k8sevents_permanent_failures",
 		Description: "Records dropped for good, by attribute reason: invalid (cannot become a valid Event), namespace (outside the allowlist), rejected (the API server refused it), conflict (every name the record may use holds an Event that is not its own), forbidden (403 again from an API server that said it is ready: the exporter's RBAC lacks the namespace). [Alpha]",
 		Unit:        "{records}",
 		Data: metricdata.Sum[int64]{
@@ -32,14 +32,14 @@ func AssertEqualExporterK8seventPermanentFailures(t *testing.T, tt *componenttes
 			DataPoints:  dps,
 		},
 	}
-	got, err := tt.GetMetric("otelcol_exporter_k8sevent_permanent_failures")
+	got, err := tt.GetMetric("otelcol_exporter_k8sevents_permanent_failures")
 	require.NoError(t, err)
 	metricdatatest.AssertEqual(t, want, got, opts...)
 }
 
-func AssertEqualExporterK8seventRetryableFailures(t *testing.T, tt *componenttest.Telemetry, dps []metricdata.DataPoint[int64], opts ...metricdatatest.Option) {
+func AssertEqualExporterK8seventsRetryableFailures(t *testing.T, tt *componenttest.Telemetry, dps []metricdata.DataPoint[int64], opts ...metricdatatest.Option) {
 	want := metricdata.Metrics{
-		Name:        "otelcol_exporter_k8sevent_retryable_failures",
+		Name:        "otelcol_exporter_k8sevents_retryable_failures",
 		Description: "Writes that failed and will be retried, by attribute reason: throttled (429), forbidden (403 from an API server that is not ready yet) or error (5xx, timeout, connection). [Alpha]",
 		Unit:        "{writes}",
 		Data: metricdata.Sum[int64]{
@@ -48,14 +48,14 @@ func AssertEqualExporterK8seventRetryableFailures(t *testing.T, tt *componenttes
 			DataPoints:  dps,
 		},
 	}
-	got, err := tt.GetMetric("otelcol_exporter_k8sevent_retryable_failures")
+	got, err := tt.GetMetric("otelcol_exporter_k8sevents_retryable_failures")
 	require.NoError(t, err)
 	metricdatatest.AssertEqual(t, want, got, opts...)
 }
 
-func AssertEqualExporterK8seventWriteLatency(t *testing.T, tt *componenttest.Telemetry, dps []metricdata.HistogramDataPoint[float64], opts ...metricdatatest.Option) {
+func AssertEqualExporterK8seventsWriteLatency(t *testing.T, tt *componenttest.Telemetry, dps []metricdata.HistogramDataPoint[float64], opts ...metricdatatest.Option) {
 	want := metricdata.Metrics{
-		Name:        "otelcol_exporter_k8sevent_write_latency",
+		Name:        "otelcol_exporter_k8sevents_write_latency",
 		Description: "Duration of one Event write (create, patch, or both). [Alpha]",
 		Unit:        "s",
 		Data: metricdata.Histogram[float64]{
@@ -63,14 +63,14 @@ func AssertEqualExporterK8seventWriteLatency(t *testing.T, tt *componenttest.Tel
 			DataPoints:  dps,
 		},
 	}
-	got, err := tt.GetMetric("otelcol_exporter_k8sevent_write_latency")
+	got, err := tt.GetMetric("otelcol_exporter_k8sevents_write_latency")
 	require.NoError(t, err)
 	metricdatatest.AssertEqual(t, want, got, opts...)
 }
 
-func AssertEqualExporterK8seventWrites(t *testing.T, tt *componenttest.Telemetry, dps []metricdata.DataPoint[int64], opts ...metricdatatest.Option) {
+func AssertEqualExporterK8seventsWrites(t *testing.T, tt *componenttest.Telemetry, dps []metricdata.DataPoint[int64], opts ...metricdatatest.Option) {
 	want := metricdata.Metrics{
-		Name:        "otelcol_exporter_k8sevent_writes",
+		Name:        "otelcol_exporter_k8sevents_writes",
 		Description: "Event writes the API server accepted, by attribute outcome: created, patched, created_after_404, patched_after_409, adopted (create answered AlreadyExists and the object already held the count: nothing sent), stale (an older record than the stored count: skipped), unchanged (the count already written: no request), adopted_series (a series' first write, into the open object of its series another exporter wrote: adopt_open_series). [Alpha]",
 		Unit:        "{writes}",
 		Data: metricdata.Sum[int64]{
@@ -79,7 +79,7 @@ func AssertEqualExporterK8seventWrites(t *testing.T, tt *componenttest.Telemetry
 			DataPoints:  dps,
 		},
 	}
-	got, err := tt.GetMetric("otelcol_exporter_k8sevent_writes")
+	got, err := tt.GetMetric("otelcol_exporter_k8sevents_writes")
 	require.NoError(t, err)
 	metricdatatest.AssertEqual(t, want, got, opts...)
 }

@@ -19,20 +19,20 @@ func TestSetupTelemetry(t *testing.T) {
 	tb, err := metadata.NewTelemetryBuilder(testTel.NewTelemetrySettings())
 	require.NoError(t, err)
 	defer tb.Shutdown()
-	tb.ExporterK8seventPermanentFailures.Add(context.Background(), 1)
-	tb.ExporterK8seventRetryableFailures.Add(context.Background(), 1)
-	tb.ExporterK8seventWriteLatency.Record(context.Background(), 1)
-	tb.ExporterK8seventWrites.Add(context.Background(), 1)
-	AssertEqualExporterK8seventPermanentFailures(t, testTel,
+	tb.ExporterK8seventsPermanentFailures.Add(context.Background(), 1)
+	tb.ExporterK8seventsRetryableFailures.Add(context.Background(), 1)
+	tb.ExporterK8seventsWriteLatency.Record(context.Background(), 1)
+	tb.ExporterK8seventsWrites.Add(context.Background(), 1)
+	AssertEqualExporterK8seventsPermanentFailures(t, testTel,
 		[]metricdata.DataPoint[int64]{{Value: 1}},
 		metricdatatest.IgnoreTimestamp())
-	AssertEqualExporterK8seventRetryableFailures(t, testTel,
+	AssertEqualExporterK8seventsRetryableFailures(t, testTel,
 		[]metricdata.DataPoint[int64]{{Value: 1}},
 		metricdatatest.IgnoreTimestamp())
-	AssertEqualExporterK8seventWriteLatency(t, testTel,
+	AssertEqualExporterK8seventsWriteLatency(t, testTel,
 		[]metricdata.HistogramDataPoint[float64]{{}}, metricdatatest.IgnoreValue(),
 		metricdatatest.IgnoreTimestamp())
-	AssertEqualExporterK8seventWrites(t, testTel,
+	AssertEqualExporterK8seventsWrites(t, testTel,
 		[]metricdata.DataPoint[int64]{{Value: 1}},
 		metricdatatest.IgnoreTimestamp())
 

@@ -102,7 +102,7 @@ func TestHostileNamingAnotherEvent(t *testing.T) {
 			assert.EqualValues(t, 4, after.Count)
 			assert.Equal(t, "kubelet", after.ReportingController)
 			assert.Equal(t, 2, r.objectsAbout(t, "web-1"), "kubelet's and the renamed one")
-			assert.Zero(t, counter(t, tel, "otelcol_exporter_k8sevent_permanent_failures", "reason", "conflict"))
+			assert.Zero(t, counter(t, tel, "otelcol_exporter_k8sevents_permanent_failures", "reason", "conflict"))
 			assertNeverDown(t, w)
 		})
 	}
@@ -127,7 +127,7 @@ func TestHostileEveryNameTaken(t *testing.T) {
 	exp, tel := r.start(t, func(c *Config) { c.API = api })
 	send(t, exp, ev)
 	require.Eventually(t, func() bool {
-		return counter(t, tel, "otelcol_exporter_k8sevent_permanent_failures", "reason", "conflict") == 1
+		return counter(t, tel, "otelcol_exporter_k8sevents_permanent_failures", "reason", "conflict") == 1
 	}, 30*time.Second, 10*time.Millisecond)
 	for _, name := range names {
 		got, err := r.srv.Clientset().CoreV1().Events("shop").Get(context.Background(), name, metav1.GetOptions{})
