@@ -17,7 +17,7 @@ import (
 // by (...), the functions of knownFunctions, number literals, and the
 // arithmetic, comparison and set operators without on/ignoring/group_*
 // (every selector of a query then carries the query's grouping labels,
-// which dashboardCheck relies on).
+// which exposition.check relies on).
 
 // promQuery is what one expression reads.
 type promQuery struct {
