@@ -214,7 +214,8 @@ func dataSources(node any) []any {
 // with every component the dashboard shows, its own metrics at the
 // default level (normal), on a real kube-apiserver: OTLP ingestion
 // (otlp-ingestion.yaml) with the eventsum connector and prometheus exporter
-// of exact-metrics.yaml beside the k8sevents exporter. A short storm goes
+// of exact-metrics.yaml beside the k8sevents exporter, which has a queue on
+// disk as in the deployed shapes. A short storm goes
 // through, and what the refusal and failure panels show happens once
 // each: a request without a token and one with a token the API server does
 // not know, a client that may create Events nowhere and goes over its
@@ -260,7 +261,7 @@ func TestDashboardQueriesReadTheCollectorsMetrics(t *testing.T) {
 	c := startCollectorAt(t, "normal", dir, readyConfig(t, "otlp-ingestion.yaml"), append(r.kubeEnv(t),
 		"OTLP_GRPC_ENDPOINT="+grpcAddr, "OTLP_HTTP_ENDPOINT="+loopback(t), "REPORTING_CONTROLLER=k8sevents.io/e2e-dashboard",
 		"CLIENT_RECORDS_PER_SECOND=1", fmt.Sprint("CLIENT_BURST=", burst), "POD_IP=127.0.0.1", fmt.Sprint("PROMETHEUS_PORT=", promPort)),
-		dashboardOverlay(t, exporterKube, append(namespaces, giveUp)))
+		dashboardOverlay(t, dir, exporterKube, append(namespaces, giveUp)))
 
 	st, err := stormsend.OTLP(metadata.AppendToOutgoingContext(ctx, "authorization", "Bearer "+sender), grpcAddr, occs,
 		stormsend.Options{Speed: 0, MaxDuration: time.Minute})
@@ -331,9 +332,10 @@ func TestDashboardQueriesReadTheCollectorsMetrics(t *testing.T) {
 }
 
 // dashboardOverlay adds exact-metrics.yaml's eventsum connector and
-// prometheus exporter to the ingestion pipeline, and points the k8sevents
-// exporter at kubeconfig with an allowlist of namespaces.
-func dashboardOverlay(t *testing.T, kubeconfig string, namespaces []string) string {
+// prometheus exporter to the ingestion pipeline, and gives the k8sevents
+// exporter a queue on disk in dir, as the deployed shapes have (mirror.yaml,
+// tier2-processor.yaml), kubeconfig and an allowlist of namespaces.
+func dashboardOverlay(t *testing.T, dir, kubeconfig string, namespaces []string) string {
 	t.Helper()
 	var exact struct {
 		Connectors map[string]any `json:"connectors"`
@@ -341,17 +343,22 @@ func dashboardOverlay(t *testing.T, kubeconfig string, namespaces []string) stri
 	}
 	require.NoError(t, yaml.Unmarshal([]byte(readyConfig(t, "exact-metrics.yaml")), &exact))
 	overlay, err := yaml.Marshal(map[string]any{
+		"extensions": map[string]any{"file_storage": map[string]any{"directory": dir}},
 		"connectors": exact.Connectors,
 		"exporters": map[string]any{
 			"prometheus": exact.Exporters["prometheus"],
 			"k8sevents": map[string]any{"kubeconfig": kubeconfig, "namespaces": namespaces,
+				"sending_queue": map[string]any{"storage": "file_storage"},
 				// A write that keeps failing is given up within seconds.
 				"retry_on_failure": map[string]any{"initial_interval": "100ms", "max_interval": "500ms", "max_elapsed_time": "3s"}},
 		},
-		"service": map[string]any{"pipelines": map[string]any{
-			"logs":    map[string]any{"exporters": []string{"k8sevents", "eventsum"}},
-			"metrics": map[string]any{"receivers": []string{"eventsum"}, "exporters": []string{"prometheus"}},
-		}},
+		"service": map[string]any{
+			"extensions": []string{"health_check", "k8stokenauth", "file_storage"},
+			"pipelines": map[string]any{
+				"logs":    map[string]any{"exporters": []string{"k8sevents", "eventsum"}},
+				"metrics": map[string]any{"receivers": []string{"eventsum"}, "exporters": []string{"prometheus"}},
+			},
+		},
 	})
 	require.NoError(t, err)
 	return string(overlay)
