@@ -80,12 +80,19 @@ func startCollector(t testing.TB, dir, cfg string) *collector {
 // merged over cfg (a ready configuration run with a test's settings).
 func startCollectorEnv(t testing.TB, dir, cfg string, env []string, overlays ...string) *collector {
 	t.Helper()
+	return startCollectorAt(t, "detailed", dir, cfg, env, overlays...)
+}
+
+// startCollectorAt is startCollectorEnv with the collector's own metrics at
+// level (normal, a collector's default, or detailed: every metric).
+func startCollectorAt(t testing.TB, level, dir, cfg string, env []string, overlays ...string) *collector {
+	t.Helper()
 	var c *collector
 	var proc *collectorproc.Collector
 	var err error
 	for attempt := 1; ; attempt++ {
 		c = &collector{health: freePort(t), metrics: freePort(t)}
-		proc, err = startWithPorts(t, c, dir, cfg, env, overlays)
+		proc, err = startWithPorts(t, c, level, dir, cfg, env, overlays)
 		// These two ports are found free, then bound by the child: a test
 		// of another package may take one in between. Only a clash on
 		// them is retried, with new ones; a clash on a port the test chose
@@ -109,17 +116,17 @@ func startCollectorEnv(t testing.TB, dir, cfg string, env []string, overlays ...
 }
 
 // startWithPorts starts the collector with c's health and metrics ports.
-func startWithPorts(t testing.TB, c *collector, dir, cfg string, env, overlays []string) (*collectorproc.Collector, error) {
+func startWithPorts(t testing.TB, c *collector, level, dir, cfg string, env, overlays []string) (*collectorproc.Collector, error) {
 	overlay := fmt.Sprintf(`
 extensions:
   health_check: {endpoint: "127.0.0.1:%d"}
 service:
   telemetry:
     metrics:
-      level: detailed
+      level: %s
       readers:
         - pull: {exporter: {prometheus: {host: 127.0.0.1, port: %d}}}
-`, c.health, c.metrics)
+`, c.health, level, c.metrics)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	return collectorproc.Start(ctx, collectorproc.Options{

@@ -260,6 +260,20 @@ func normalize(key string) string {
 	return name + "{" + strings.Join(labels, ",") + "}"
 }
 
+// Series is a sample's name and labels, read back from its Metrics key.
+func Series(key string) (name string, labels map[string]string) {
+	name, rest, _ := strings.Cut(key, "{")
+	labels = map[string]string{}
+	for _, l := range splitLabels(strings.TrimSuffix(rest, "}")) {
+		k, v, _ := strings.Cut(l, "=")
+		if u, err := strconv.Unquote(v); err == nil {
+			v = u
+		}
+		labels[k] = v
+	}
+	return name, labels
+}
+
 // splitLabels splits `a="x",b="y,z"` at the commas outside quotes.
 func splitLabels(s string) []string {
 	var out []string

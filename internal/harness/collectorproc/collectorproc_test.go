@@ -27,6 +27,12 @@ up 1
 	assert.Equal(t, 4.0, m.Sum("otelcol_writes_total", "outcome=patched"))
 	assert.Equal(t, 0.0, m.Sum("otelcol_writes_total", "outcome=stale"))
 	assert.Equal(t, 1.0, m.Sum("up"))
+	name, labels := Series(`otelcol_writes_total{otel_scope_name="a,b",outcome="patched"}`)
+	assert.Equal(t, "otelcol_writes_total", name)
+	assert.Equal(t, map[string]string{"otel_scope_name": "a,b", "outcome": "patched"}, labels)
+	name, labels = Series("up")
+	assert.Equal(t, "up", name)
+	assert.Empty(t, labels)
 
 	_, err = ParseMetrics(strings.NewReader("broken{a=\"b\"} x\n"))
 	assert.Error(t, err)
