@@ -83,6 +83,13 @@ func inNamespaces(nss ...string) func(*corev1.Event) bool {
 	return func(ev *corev1.Event) bool { return set[ev.Namespace] }
 }
 
+// ourEventsIn keeps the Events a reporting controller wrote in namespaces
+// nss: what a mirror test compares.
+func ourEventsIn(controller string, nss []string) func(*corev1.Event) bool {
+	inStorm, ours := inNamespaces(nss...), byController(controller)
+	return func(ev *corev1.Event) bool { return ours(ev) && inStorm(ev) }
+}
+
 // byController keeps the Events a reporting controller wrote.
 func byController(controller string) func(*corev1.Event) bool {
 	return func(ev *corev1.Event) bool { return ev.ReportingController == controller }

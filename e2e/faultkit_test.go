@@ -11,6 +11,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
@@ -123,7 +124,9 @@ func (r *stormRun) wait(ctx context.Context, t *testing.T) stormsend.Stats {
 	return r.st
 }
 
-// countMonitor reads the destination's Events of one reporting controller
+// countMonitor reads the destination's Events that keep accepts (one
+// reporting controller in the storm's namespaces: the set the final
+// comparison reads, so an object outside it is not taken for one gone)
 // once a second and records every object whose count went down between two
 // reads: a count never goes down, whatever fails. Reads that fail (the
 // server is down) are skipped.
@@ -136,14 +139,14 @@ type countMonitor struct {
 	done  chan struct{}
 }
 
-func watchCounts(cs kubernetes.Interface, controller string) *countMonitor {
+func watchCounts(cs kubernetes.Interface, keep func(*corev1.Event) bool) *countMonitor {
 	m := &countMonitor{last: map[string]int64{}, stop: make(chan struct{}), done: make(chan struct{})}
 	go func() {
 		defer close(m.done)
 		tick := time.NewTicker(time.Second)
 		defer tick.Stop()
 		for {
-			m.read(cs, controller)
+			m.read(cs, keep)
 			select {
 			case <-m.stop:
 				return
@@ -154,10 +157,10 @@ func watchCounts(cs kubernetes.Interface, controller string) *countMonitor {
 	return m
 }
 
-func (m *countMonitor) read(cs kubernetes.Interface, controller string) {
+func (m *countMonitor) read(cs kubernetes.Interface, keep func(*corev1.Event) bool) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	counts, err := objectCounts(ctx, cs, controller)
+	counts, err := objectCounts(ctx, cs, keep)
 	if err != nil {
 		return
 	}
@@ -172,10 +175,9 @@ func (m *countMonitor) read(cs kubernetes.Interface, controller string) {
 	}
 }
 
-// objectCounts is the count of every Event a reporting controller wrote,
-// by namespace/name.
-func objectCounts(ctx context.Context, cs kubernetes.Interface, controller string) (map[string]int64, error) {
-	evs, err := listEvents(ctx, cs, byController(controller))
+// objectCounts is the count of every Event keep accepts, by namespace/name.
+func objectCounts(ctx context.Context, cs kubernetes.Interface, keep func(*corev1.Event) bool) (map[string]int64, error) {
+	evs, err := listEvents(ctx, cs, keep)
 	if err != nil {
 		return nil, err
 	}

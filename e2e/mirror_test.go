@@ -154,8 +154,7 @@ func compareMirror(ctx context.Context, t *testing.T, a, b kubernetes.Interface,
 	t.Helper()
 	aEvents, err := listEvents(ctx, a, inNamespaces(nss...))
 	require.NoError(t, err)
-	inStorm, ours := inNamespaces(nss...), byController(controller)
-	bEvents, err := listEvents(ctx, b, func(ev *corev1.Event) bool { return ours(ev) && inStorm(ev) })
+	bEvents, err := listEvents(ctx, b, ourEventsIn(controller, nss))
 	require.NoError(t, err)
 	r := mirrorResult{a: tallyEvents(aEvents), b: tallyEvents(bEvents), bEvents: bEvents}
 	r.lines, r.missing, r.extra = diffTallies(r.a, r.b, 20)

@@ -77,7 +77,7 @@ func runRestart(t *testing.T, srvA, srvB *kubetest.Server, run restartRun) (mirr
 	logPipeline(t, "first collector, before the stop", first)
 	sentAtStop := sent.Load()
 	var err error
-	trace.before, err = objectCounts(ctx, b, run.controller)
+	trace.before, err = objectCounts(ctx, b, ourEventsIn(run.controller, nss))
 	require.NoError(t, err)
 	if run.crash {
 		first.Kill()
