@@ -59,7 +59,8 @@ service:
 // moment, and started again on the same storage:
 //
 //   - right after the processor accepted the batch of a series' last
-//     occurrence (its count of occurrences shows it);
+//     occurrence (its count of occurrences shows it), after a save of
+//     its state that covers the writes before;
 //   - right after the API server took a series' last occurrence, its
 //     record somewhere between the receiver and the exporter;
 //   - in the middle of the writes, which go on while it is down;
@@ -95,7 +96,13 @@ func TestExactSigkillLosesAndRepeatsNothing(t *testing.T) {
 		base := rig.c.scrape(t).Pipeline().Occurrences
 		switch moment {
 		case "accepted":
-			rig.counted(base, src.paced(ctx, t, 24, last))
+			// A save covers the first writes, and the last occurrences
+			// are accepted after it: the next start restores the state
+			// and replays the log written since.
+			n := src.paced(ctx, t, 24, "")
+			rig.counted(base, n)
+			rig.awaitSave()
+			rig.counted(base+float64(n), src.paced(ctx, t, 0, last))
 		case "in flight":
 			src.paced(ctx, t, 24, last)
 		case "mid-writes":
@@ -208,6 +215,17 @@ func (rig *sigkillRig) counted(base float64, n int64) {
 	eventually(rig.t, time.Minute, func() (bool, string) {
 		p := rig.c.scrape(rig.t).Pipeline()
 		return p.Occurrences >= base+float64(n), fmt.Sprintf("processor counted %v of %d", p.Occurrences-base, n)
+	})
+}
+
+// awaitSave waits until the processor has saved its state once more:
+// what it counted before the call is in storage, not only in its log.
+func (rig *sigkillRig) awaitSave() {
+	rig.t.Helper()
+	saves := rig.c.scrape(rig.t).Sum("otelcol_processor_eventseries_state_saves")
+	eventually(rig.t, time.Minute, func() (bool, string) {
+		n := rig.c.scrape(rig.t).Sum("otelcol_processor_eventseries_state_saves")
+		return n > saves, fmt.Sprintf("processor state saves: %v", n)
 	})
 }
 

@@ -153,6 +153,7 @@ func (p *eventSeriesProcessor) save(ctx context.Context) error {
 	p.mu.Lock()
 	p.truncated(covered, logBytes)
 	p.mu.Unlock()
+	p.telemetry.ProcessorEventseriesStateSaves.Add(ctx, 1)
 	return nil
 }
 

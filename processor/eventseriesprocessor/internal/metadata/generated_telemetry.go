@@ -44,6 +44,7 @@ type TelemetryBuilder struct {
 	ProcessorEventseriesSeriesStarted       metric.Int64Counter
 	ProcessorEventseriesSpamDropped         metric.Int64Counter
 	ProcessorEventseriesStateErrors         metric.Int64Counter
+	ProcessorEventseriesStateSaves          metric.Int64Counter
 	ProcessorEventseriesStateVersionRefused metric.Int64Counter
 	ProcessorEventseriesUnchangedRecords    metric.Int64Counter
 	ProcessorEventseriesUnfilteredRecords   metric.Int64Counter
@@ -185,6 +186,12 @@ func NewTelemetryBuilder(settings component.TelemetrySettings, options ...Teleme
 		"otelcol_processor_eventseries_state_errors",
 		metric.WithDescription("State that could not be restored from storage (the processor started empty, or a log entry skipped) or saved to it, and batches refused because the write-ahead log could not be written, by attribute operation (restore, save, log). [Alpha]"),
 		metric.WithUnit("{errors}"),
+	)
+	errs = errors.Join(errs, err)
+	builder.ProcessorEventseriesStateSaves, err = builder.meter.Int64Counter(
+		"otelcol_processor_eventseries_state_saves",
+		metric.WithDescription("States saved to storage (every 5 s while the state changes); each save truncates the write-ahead log by what it covers, so a crash replays only what came after it. [Alpha]"),
+		metric.WithUnit("{saves}"),
 	)
 	errs = errors.Join(errs, err)
 	builder.ProcessorEventseriesStateVersionRefused, err = builder.meter.Int64Counter(

@@ -37,6 +37,7 @@ func TestSetupTelemetry(t *testing.T) {
 	tb.ProcessorEventseriesSeriesStarted.Add(context.Background(), 1)
 	tb.ProcessorEventseriesSpamDropped.Add(context.Background(), 1)
 	tb.ProcessorEventseriesStateErrors.Add(context.Background(), 1)
+	tb.ProcessorEventseriesStateSaves.Add(context.Background(), 1)
 	tb.ProcessorEventseriesStateVersionRefused.Add(context.Background(), 1)
 	tb.ProcessorEventseriesUnchangedRecords.Add(context.Background(), 1)
 	tb.ProcessorEventseriesUnfilteredRecords.Add(context.Background(), 1)
@@ -93,6 +94,9 @@ func TestSetupTelemetry(t *testing.T) {
 		[]metricdata.DataPoint[int64]{{Value: 1}},
 		metricdatatest.IgnoreTimestamp())
 	AssertEqualProcessorEventseriesStateErrors(t, testTel,
+		[]metricdata.DataPoint[int64]{{Value: 1}},
+		metricdatatest.IgnoreTimestamp())
+	AssertEqualProcessorEventseriesStateSaves(t, testTel,
 		[]metricdata.DataPoint[int64]{{Value: 1}},
 		metricdatatest.IgnoreTimestamp())
 	AssertEqualProcessorEventseriesStateVersionRefused(t, testTel,
