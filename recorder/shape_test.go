@@ -75,8 +75,8 @@ func recordWith(t *testing.T, mod func(*Options), call func(r *Recorder)) sdklog
 }
 
 // TestLegacyRecordMatchesClientGo: an AnnotatedEventf through our
-// tools/record recorder carries, per the README's contract table, what
-// client-go's own recorder puts in its core/v1 Event on the same input.
+// tools/record recorder carries, per the contract (docs/contract.md),
+// what client-go's own recorder puts in its core/v1 Event on the same input.
 func TestLegacyRecordMatchesClientGo(t *testing.T) {
 	pod := testPod("web-1")
 	ann := map[string]string{"example.com/run": "7"}
@@ -222,18 +222,19 @@ func equalMaps(a, b map[string]string) bool {
 	return true
 }
 
-// contractTableKeys reads the attribute keys of the log-record contract
-// table in the repository's README.md: each backticked key of a row, where
-// ".name" continues the key before it (`k8s.event.related.kind`, `.name`).
+// contractTableKeys reads the attribute keys of the log-record contract's
+// tables (docs/contract.md, section Attributes): each backticked key of a
+// row, where ".name" continues the key before it (`k8s.event.related.kind`,
+// `.name`).
 func contractTableKeys(t *testing.T) map[string]bool {
 	t.Helper()
-	raw, err := os.ReadFile(filepath.Join("..", "README.md"))
+	raw, err := os.ReadFile(filepath.Join("..", "docs", "contract.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, section, ok := strings.Cut(string(raw), "## The log-record contract")
+	_, section, ok := strings.Cut(string(raw), "## Attributes")
 	if !ok {
-		t.Fatal("README.md has no contract section")
+		t.Fatal("docs/contract.md has no Attributes section")
 	}
 	section, _, _ = strings.Cut(section, "\n## ")
 	keys := map[string]bool{}
@@ -258,8 +259,8 @@ func contractTableKeys(t *testing.T) map[string]bool {
 }
 
 // TestRecordsCarryOnlyContractKeys: every attribute a record can carry
-// (both recorders, related object, source host) is a key of the README's
-// contract table, but the annotations, which the codec passes by.
+// (both recorders, related object, source host) is a key of the contract's
+// table (docs/contract.md), but the annotations, which the codec passes by.
 func TestRecordsCarryOnlyContractKeys(t *testing.T) {
 	table := contractTableKeys(t)
 	exp := &memExporter{}
@@ -280,7 +281,7 @@ func TestRecordsCarryOnlyContractKeys(t *testing.T) {
 			}
 			seen++
 			if !table[k] {
-				t.Errorf("attribute %q is not in README.md's contract table", k)
+				t.Errorf("attribute %q is not in docs/contract.md's Attributes table", k)
 			}
 		}
 	}
