@@ -106,7 +106,7 @@ func TestLegacyModeAgreesWithEventCorrelator(t *testing.T) {
 					ours = append(ours, r)
 				}
 
-				// Where we deliberately differ (README, "Legacy mode"): a
+				// Where we deliberately differ (docs/processor.md, "Against client-go"): a
 				// bucket keeps a token for the last count of each event
 				// already written, so the first difference is a count
 				// update client-go writes and we hold back. From there the
@@ -154,7 +154,8 @@ func TestLegacyModeAgreesWithEventCorrelator(t *testing.T) {
 			// shutdown, or idle with the bucket empty); a bucket that
 			// refilled after a storm may let through the last count
 			// client-go loses. On these sequences that is at most 0.5%
-			// more writes than client-go (README, "Spam filter").
+			// more writes than client-go (docs/processor.md, "The spam
+			// filter in detail").
 			unfiltered := int(h.p.engine.Stats.Unfiltered)
 			assert.LessOrEqual(t, writes, cgWrites+cgWrites/200, "writes next to client-go's")
 			t.Logf("%d steps: %d skipped, %d aggregated, %d patches, %d objects; %d spam decisions differ from step %d; %d timer records; writes: %d (%d without a token), client-go %d",

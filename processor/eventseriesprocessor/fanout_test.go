@@ -193,8 +193,8 @@ func TestExactFanoutPermanentRefusalOfOneConsumer(t *testing.T) {
 	}
 }
 
-// TestFanoutRefusalBound: the README's bound for a consumer that refuses
-// (a persistent queue that cannot write its storage), from each of its
+// TestFanoutRefusalBound: the bound docs/processor.md states for a consumer
+// that refuses (a persistent queue that cannot write its storage), from each of its
 // calls in turn, once or for a while: the processor sends the batch again
 // to the whole fanout, so each other consumer gets it once more per
 // refusal, no more; the refusing consumer gets every record once.

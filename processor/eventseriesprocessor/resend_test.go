@@ -117,7 +117,7 @@ func TestExactCrashBeforeTheAnswer(t *testing.T) {
 // is counted, the answer comes too late, and the sender sends it again,
 // once or three times: the resends are answered and not counted. A batch
 // identical to it counts as new once resendWindow has passed; within it, it
-// is taken for a resend (the bound the README states).
+// is taken for a resend (the bound docs/processor.md states).
 func TestExactSenderGivesUpWhileCounted(t *testing.T) {
 	for _, resends := range []int{1, 3} {
 		t.Run(fmt.Sprintf("%d resends", resends), func(t *testing.T) {

@@ -121,7 +121,7 @@ func TestWriteCountReport(t *testing.T) {
 		ours := recordermodel.NewTally()
 		for _, w := range replay(t, occs) {
 			if last, ok := ours.Last[w.Name]; ok && w.Count <= last {
-				continue // the k8sevent exporter sends nothing for a count already written
+				continue // the k8sevents exporter sends nothing for a count already written
 			}
 			ours.Write(w.Name, recordermodel.Pair{Object: w.Object, Reason: w.Reason}, w.Count)
 		}

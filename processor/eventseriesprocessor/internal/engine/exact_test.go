@@ -174,7 +174,7 @@ func TestSpamRandomStreamsAreExact(t *testing.T) {
 	}
 }
 
-// checkBound asserts the bound per key of the README: records made from
+// checkBound asserts the bound per key of docs/processor.md: records made from
 // an input each take a token (at most burst + qps × span per bucket; here
 // per finest key, with reason, which the coarser buckets only tighten);
 // every other record of an Event object is an end of it or a heartbeat: at

@@ -1,5 +1,8 @@
 package engine
 
+// The bytes of a snapshot: writer appends varints, length-prefixed strings
+// and flag bytes; reader reads them back and remembers the first failure.
+
 import (
 	"encoding/binary"
 	"fmt"
