@@ -21,7 +21,7 @@ import (
 // configuration is validated with it: each validates when the distribution
 // has every component type it names; otherwise validation fails naming a
 // missing one. What each ready configuration needs beyond that user's set is
-// in the README ("Bring your own distribution").
+// in docs/distribution.md ("Bring your own distribution").
 func TestBringYourOwnDistribution(t *testing.T) {
 	t.Parallel()
 	ocb := filepath.Join(filepath.Dir(binary(t)), "builder")

@@ -37,7 +37,7 @@ func TestReadyConfigsValidate(t *testing.T) {
 
 // TestClickHouseConfigSettings: clickhouse.yaml's environment settings reach
 // the clickhouse exporter's own validation (no ClickHouse server here, so
-// validation is what is checked; README "ClickHouse"): the documented
+// validation is what is checked; docs/configurations.md "ClickHouse"): the documented
 // alternatives validate, and a bad endpoint or TTL is refused naming it.
 func TestClickHouseConfigSettings(t *testing.T) {
 	bin := binary(t)

@@ -12,7 +12,7 @@ import (
 	"github.com/k8sevents/otel-k8sevents/internal/harness/kubetest"
 )
 
-// The end-to-end fault tests (issue 9, item 4): the built collector mirrors
+// The end-to-end fault tests: the built collector mirrors
 // a storm from API server A into API server B (k8sevents → eventseries →
 // k8sevents) while B fails in one way. The storm is replayed into A without
 // compression (stormsend.Raw), so A holds exactly the occurrences sent, as
@@ -26,7 +26,7 @@ import (
 const faultSpeed = 8
 
 // TestFaultDestinationDownMidStorm: with file_storage (receiver checkpoint,
-// processor state, persistent queue), as issue 9 reproduced it, B is down
+// processor state, persistent queue), B is down
 // for 30 s in the middle of a 75 s storm, with the replicaset burst (a few
 // hundred singletons) inside the outage, and comes back on the same etcd
 // while the storm goes on. finish_after is 10 s of processing time: series

@@ -18,7 +18,7 @@ import (
 )
 
 // faultOutage is how long the fault tests keep the destination down:
-// issue 9's reproduction, long enough for exporterhelper to retry several
+// as long as the outage first reported, long enough for exporterhelper to retry several
 // times and for series to finish while it lasts.
 const faultOutage = 30 * time.Second
 

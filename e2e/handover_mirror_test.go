@@ -16,7 +16,7 @@ import (
 	"github.com/k8sevents/otel-k8sevents/internal/harness/faultproxy"
 )
 
-// Issue 15, the in-cluster mirror as deploy/collector.yaml runs it: the
+// The in-cluster mirror as deploy/collector.yaml runs it: the
 // ready configuration testdata/config/mirror.yaml (the ConfigMap's, byte for
 // byte) as the one replica of a StatefulSet whose file_storage is a
 // PersistentVolumeClaim. The pod that comes back after a rollout or a crash

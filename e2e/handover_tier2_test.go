@@ -18,7 +18,7 @@ import (
 	"github.com/k8sevents/otel-k8sevents/internal/harness/stormsend"
 )
 
-// Issue 15, the OTLP-ingestion shape as deploy/otlp-tier{1,2}.yaml runs it:
+// The OTLP-ingestion shape as deploy/otlp-tier{1,2}.yaml runs it:
 // the ready tier1-loadbalancer.yaml and tier2-processor.yaml. Each tier-2
 // collector is a StatefulSet pod: a fixed address (its stable name; here a
 // fixed loopback port), its own storage directory (its volume claim) kept
@@ -313,7 +313,7 @@ func TestHandOverTier2Crash(t *testing.T) {
 // storm. Tier 1 is rolled each time with the new list (the old one drains
 // its queues first, so each object's records stay in order); the removed
 // pod is scaled away only once it holds nothing (its series finished, its
-// queue written): the scale-down procedure of README "Scaling out". The
+// queue written): the scale-down procedure of docs/scaling.md. The
 // ring moves about 1/N of the objects each time, most with their series
 // still open on the old owner (finish_after 30 s, longer than any gap of
 // the storm at 10x, so no series ends of itself and every second object

@@ -24,7 +24,7 @@ import (
 	"github.com/k8sevents/otel-k8sevents/internal/harness/stormsend"
 )
 
-// The ready configurations of the operator's toolbox (issue 17), each run
+// The ready configurations of the operator's toolbox, each run
 // on the built collector against a real kube-apiserver, its output read
 // from the file exporters it writes: what a filter drops is absent, what it
 // keeps arrives with exact counts.

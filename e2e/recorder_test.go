@@ -46,7 +46,7 @@ type exampleSummary struct {
 	} `json:"stats"`
 }
 
-// TestRecorderStorm is the proof of issue 16. recorder/example, built with
+// TestRecorderStorm: recorder/example, built with
 // go build from its own module (no module dependency either way), reports
 // the crashloop storm through the recorder to the built collector (otlp →
 // eventseries → k8sevents) writing to API server A; the same storm goes

@@ -1,6 +1,6 @@
 // Command k8sevents-demo is the program behind make run: on a machine with
 // no cluster it starts etcd and kube-apiserver on loopback, the project's
-// collector (k8sevents receiver → eventseries processor → k8sevent exporter
+// collector (k8sevents receiver → eventseries processor → k8sevents exporter
 // + debug), replays event storms into the API server as an emitter without
 // compression would write them, and shows what the pipeline made of them:
 // a live view, a before/after table per scenario with an exact-count check,

@@ -20,7 +20,7 @@ import (
 // etcd size, long enough that switching costs nothing.
 const interleaveBlock = 50
 
-// BenchmarkWritesInterleaved is BenchmarkWrites (issue 14: N distinct
+// BenchmarkWritesInterleaved is BenchmarkWrites (N distinct
 // Events through the factory-built exporter with qps lifted, next to the
 // same N written by a client-go clientset with its rate limit lifted;
 // creates, then patches) with the two sides taking turns in blocks of

@@ -153,7 +153,7 @@ func (r *rig) objectsAbout(t *testing.T, pod string) int {
 // Without a queue its push is not answered while the write fails for a
 // while. The object ends with the exact count through both APIs, and it is
 // the only object about its pod. The records are of type Error and state their
-// cluster (issue 17 items 3 and 5): the object is a Warning annotated with
+// cluster: the object is a Warning annotated with
 // its cluster, whichever attempt wrote it.
 func TestFaultOnTheLastRecord(t *testing.T) { runFaults(t, faults) }
 

@@ -17,7 +17,7 @@ import (
 	"github.com/k8sevents/otel-k8sevents/internal/k8sevent"
 )
 
-// Tests of what a written Event says of its source (issue 17): its type
+// Tests of what a written Event says of its source: its type
 // (item 5) and its cluster (item 3).
 
 // eachAPI runs f in a subtest per API, with an exporter writing through it

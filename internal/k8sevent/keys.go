@@ -6,7 +6,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/pcommon"
 )
 
-// Attribute keys of the log-record contract (the README's table). The codec reads
+// Attribute keys of the log-record contract (docs/contract.md's table). The codec reads
 // each key from the record's attributes first, then the resource's.
 const (
 	AttrEventName         = "k8s.event.name"

@@ -143,7 +143,7 @@ func TestSanitize(t *testing.T) {
 			check:    func(t *testing.T, e *k8sevent.Event) { assert.Equal(t, k8sevent.TypeWarning, e.Type) },
 		},
 		{
-			// Records keep Error and Critical (issue 17 item 5): only a writer
+			// Records keep Error and Critical: only a writer
 			// makes them Warning (APIType), since events.k8s.io refuses them.
 			name:     "Error stays Error",
 			mutate:   func(e *k8sevent.Event) { e.Type = "Error" },

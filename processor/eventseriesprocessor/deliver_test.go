@@ -321,7 +321,7 @@ func blockedRun(t *testing.T, dir string, clock *clocktesting.FakeClock) (r *run
 	return r, stop, release, sent
 }
 
-// TestFaultBlockedDownstream (issue 9 item 7): while the next consumer
+// TestFaultBlockedDownstream: while the next consumer
 // blocks (an exporter queue full during an outage), the state is saved,
 // with the record stuck in the queue; nothing counted is lost whether the
 // collector then stops cleanly or is killed.

@@ -11,7 +11,7 @@ import (
 	"github.com/k8sevents/otel-k8sevents/internal/k8sevent"
 )
 
-// TestSeverityIsKept (issue 17 item 5): Events of type Error and Critical,
+// TestSeverityIsKept: Events of type Error and Critical,
 // which the API server does not accept but emitters use, keep their type
 // and contrib's k8s_events severity (ERROR, FATAL) on every record the
 // processor emits, in both modes: the records made of an input, the series

@@ -15,7 +15,7 @@ import (
 	"github.com/k8sevents/otel-k8sevents/processor/eventseriesprocessor/internal/metadatatest"
 )
 
-// TestStateFarFutureTimeDoesNotMoveEventTime (issue 10 item 5): in event
+// TestStateFarFutureTimeDoesNotMoveEventTime: in event
 // time, a record stamped a century ahead moves the watermark at most
 // event_time_max_lead past the processing clock: the open series does not
 // finish at once, its next occurrences stay in it, and the record is
@@ -49,7 +49,7 @@ func TestStateFarFutureTimeDoesNotMoveEventTime(t *testing.T) {
 		"the watermark stops at the processing clock plus event_time_max_lead")
 }
 
-// TestStateUnrepairableEventRecordIsDropped (issue 10 item 10): with
+// TestStateUnrepairableEventRecordIsDropped: with
 // non_event_records: pass (the default), an Event record that cannot be
 // made valid is dropped, counted and logged, not passed on for the exporter
 // to drop; a record that is no Event still passes.
@@ -70,7 +70,7 @@ func TestStateUnrepairableEventRecordIsDropped(t *testing.T) {
 	}, metricdatatest.IgnoreTimestamp())
 }
 
-// TestHostileCountersSaturate (issue 11 item 7, telemetry): counts near
+// TestHostileCountersSaturate: counts near
 // MaxInt64 on several Event uids of one series: every counter stays within
 // 0..2^53 (saturates; it never wraps negative: the metrics SDK sums through
 // float64, and the old code's counters read -2^63).

@@ -13,7 +13,7 @@ import (
 	"github.com/k8sevents/otel-k8sevents/internal/k8sevent"
 )
 
-// TestFaultClusterSurvivesRefusedEmits (issue 17 item 3): the pipeline
+// TestFaultClusterSurvivesRefusedEmits: the pipeline
 // refuses the batch of the last Event written, for a while (three
 // attempts); when it takes it, that record, like every other, carries the
 // cluster's name and kube-system uid on its resource, and it comes once.
