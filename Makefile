@@ -5,24 +5,40 @@ PKGS    := ./...
 # Tests that need a real API server find the binaries here.
 export KUBETEST_BIN_DIR := $(BIN)
 
-.PHONY: all build test lint bench fuzz apiserver generate streams run otelcol image deploy
+.PHONY: all build test test-race test-pure test-modules lint bench fuzz apiserver generate streams run otelcol image deploy
 
 all: build
 
 build:
 	$(GO) build $(PKGS)
 
-## test: everything CI runs, from nothing: modules, kube-apiserver and etcd, the collector distribution, lint, race tests.
+## test: everything CI runs, from nothing: modules, kube-apiserver and etcd, the collector distribution, lint, then
+## three jobs side by side: the race tests, the pure packages' tests and the other Go modules' tests.
 ## The API server and etcd build beside the distribution and lint (make -j2: their links and ocb's module
-## downloads leave a core idle); the race tests start once all of it is there.
-## -vet=off: lint, which runs first, vets the same packages with every analyzer (go test's default runs a
-## subset) and the same -race build; -ldflags=-w: test binaries without DWARF link about a quarter faster.
-## -parallel 3: the e2e package's parallel tests (mostly waiting on paced storms and faults) three at a time.
-## The other Go modules: recorder, tools/image and tools/helm have tests, run below; tools/mdatagen and tools/kube only
-## pin tools (no package, no test): lint's go generate builds and runs mdatagen through tools/mdatagen/go.mod,
-## apiserver builds kube-apiserver and etcd through tools/kube (internal/harness TestEveryModuleIsCoveredByMakeTest).
+## downloads leave a core idle); the tests start once all of it is there.
+## The other Go modules: recorder, tools/image and tools/helm have tests, run in test-modules; tools/mdatagen and
+## tools/kube only pin tools (no package, no test): lint's go generate builds and runs mdatagen through
+## tools/mdatagen/go.mod, apiserver builds kube-apiserver and etcd through tools/kube
+## (internal/harness TestEveryModuleIsCoveredByMakeTest).
 test: test-deps
-	$(GO) test -race -vet=off -ldflags=-w -parallel 3 -count=1 -timeout 30m $(PKGS)
+	$(MAKE) --no-print-directory -j3 test-race test-pure test-modules
+
+## test-race: every package that starts goroutines, under the race detector. -vet=off: lint, which runs first,
+## vets the same packages with every analyzer and the same -race build; -ldflags=-w: test binaries without DWARF
+## link about a quarter faster. -p 3 -parallel 3: three packages, and three parallel tests of each, at a time:
+## most of them wait on API servers, paced storms and faults, not on a core.
+RACE_PKGS = $(shell $(GO) list $(PKGS) | grep -v $(foreach p,$(PURE_PKGS),-e '/$(p)$$'))
+test-race:
+	$(GO) test -race -vet=off -ldflags=-w -p 3 -parallel 3 -count=1 -timeout 30m $(RACE_PKGS)
+
+## test-pure: the pure decision code (the engine, the record codec), which starts no goroutine in its code or its
+## tests (internal/harness TestPurePackagesStartNoGoroutine): the race detector has nothing to find there and
+## would only make its random-stream and client-go differential tests several times slower.
+PURE_PKGS := processor/eventseriesprocessor/internal/engine internal/k8sevent
+test-pure:
+	$(GO) test -vet=off -count=1 -timeout 30m $(addprefix ./,$(PURE_PKGS))
+
+test-modules:
 	cd recorder && $(GO) test -race -vet=off -ldflags=-w -count=1 -timeout 10m .  # ./example has no tests: vet and e2e/recorder_test.go build it
 	cd tools/image && GOWORK=off $(GO) test -race -count=1 -timeout 5m .  # make image's builder; e2e/image_test.go checks its image
 	cd tools/helm && GOWORK=off $(GO) test -race -count=1 -timeout 10m .  # the Helm chart: deploy/ is its output; installed on a real API server

@@ -83,6 +83,7 @@ func requireCapHolds(t *testing.T, r *rig, pod string, series []handedOver, inst
 // on one object (~5,000 of them reach the API server's annotation limit,
 // and every write of the object is refused).
 func TestAdoptCapOpensAnotherObjectWhenFull(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	instances := []string{"tier2-0", "tier2-3"}
 	for _, api := range []string{k8sevent.APIEventsV1, k8sevent.APICoreV1} {
@@ -133,6 +134,7 @@ func TestAdoptCapOpensAnotherObjectWhenFull(t *testing.T) {
 // goes down. The code before added both slots to the one object (3 > 2)
 // and made no create for the fault to meet.
 func TestAdoptCapFaultOnTheWriteThatMeetsIt(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	eachAdoptFault(t, func(t *testing.T, api string, f fault, id string) {
 		runCapFault(t, r, api, f, "full-"+id)

@@ -18,6 +18,7 @@ import (
 // Another cluster name stays apart. On the old code the unnamed cluster's
 // two series got two objects (adoption compared the name, else the uid).
 func TestExactAdoptionWhenTheClusterUIDAppears(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	uid := "kube-system-uid"
 	for _, c := range []struct {

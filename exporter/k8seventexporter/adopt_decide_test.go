@@ -14,6 +14,7 @@ import (
 // The pure decisions of adopt_open_series, without an API server.
 
 func TestSlotKeyIsStableAndFitsAnAnnotation(t *testing.T) {
+	t.Parallel()
 	a := slotKey("otelcol-tier2-0", "web-1.17a2b3c4d5e6f7a8deadbeef")
 	assert.Equal(t, a, slotKey("otelcol-tier2-0", "web-1.17a2b3c4d5e6f7a8deadbeef"), "the same after a restart")
 	assert.NotEqual(t, a, slotKey("otelcol-tier2-3", "web-1.17a2b3c4d5e6f7a8deadbeef"), "another writer, another slot")
@@ -22,6 +23,7 @@ func TestSlotKeyIsStableAndFitsAnAnnotation(t *testing.T) {
 }
 
 func TestStateOfIgnoresBadSlots(t *testing.T) {
+	t.Parallel()
 	meta := &metav1.ObjectMeta{Name: "x", ResourceVersion: "7", Annotations: map[string]string{
 		slotPrefix + "a": "3", slotPrefix + "b": "-2", slotPrefix + "c": "many", "other": "1",
 	}}
@@ -32,6 +34,7 @@ func TestStateOfIgnoresBadSlots(t *testing.T) {
 }
 
 func TestMineAndPlan(t *testing.T) {
+	t.Parallel()
 	at := time.Unix(1000, 0)
 	o := objState{name: "web.a", rv: "5", total: 10, last: at, slots: map[string]int64{"s.d": 4}}
 	// The object's creator wrote it before slots: all but the others' is its.
@@ -58,6 +61,7 @@ func TestMineAndPlan(t *testing.T) {
 }
 
 func TestPickTarget(t *testing.T) {
+	t.Parallel()
 	first := time.Unix(10_000, 0)
 	window := 6 * time.Minute
 	own := objState{name: "web.own", last: first.Add(-time.Hour)}
@@ -93,6 +97,7 @@ func TestPickTarget(t *testing.T) {
 }
 
 func TestSameSeries(t *testing.T) {
+	t.Parallel()
 	ev := record("web-1.a", k8sevent.StateOngoing, 3, t0)
 	ev.ReportingController = "k8sevents.io/otlp"
 	for _, c := range []struct {

@@ -148,6 +148,7 @@ func slots(ev *corev1.Event) map[string]string {
 // counts one adoption. Without adopt_open_series (the old code) pod 3
 // creates a second object and the test fails on the object count.
 func TestAdoptInterleavedWritersSumExactly(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	for _, api := range []string{k8sevent.APIEventsV1, k8sevent.APICoreV1} {
 		t.Run(api, func(t *testing.T) {
@@ -189,6 +190,7 @@ func TestAdoptInterleavedWritersSumExactly(t *testing.T) {
 // observed longer than adopt_window before the new series' first
 // occurrence has ended; the new one gets its own object.
 func TestAdoptLeavesAFinishedSeriesAlone(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	a, _ := r.start(t, adopter(k8sevent.APIEventsV1, "tier2-0"))
 	d, dtel := r.start(t, adopter(k8sevent.APIEventsV1, "tier2-3"))
@@ -207,6 +209,7 @@ func TestAdoptLeavesAFinishedSeriesAlone(t *testing.T) {
 // restarted exporter's record of its own object (AlreadyExists) is still
 // written to its slot: exact counts, one object per record name.
 func TestAdoptLeavesLegacyRecordsAlone(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	rec := func(name string, count int64) k8sevent.Event {
 		ev := legacyRecord(name, count, t0.Add(time.Duration(count)*time.Second))
@@ -234,6 +237,7 @@ func TestAdoptLeavesLegacyRecordsAlone(t *testing.T) {
 // (once, for a while). The object ends with the exact sum through both
 // APIs, a watch never sees its count go down, and it stays the only one.
 func TestAdoptFaultOnTheLastRecords(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	eachAdoptFault(t, func(t *testing.T, api string, f fault, id string) {
 		runAdoptFault(t, r, api, f, "last-"+id)
@@ -297,6 +301,7 @@ func runAdoptFault(t *testing.T, r *rig, api string, f fault, pod string) {
 // patch is applied and the answer lost. The object counts both series
 // exactly, once, and stays the only one.
 func TestAdoptFaultOnTheAdoptingWrite(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	for _, api := range []string{k8sevent.APIEventsV1, k8sevent.APICoreV1} {
 		short := map[string]string{k8sevent.APIEventsV1: "new", k8sevent.APICoreV1: "old"}[api]

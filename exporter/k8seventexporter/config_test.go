@@ -19,6 +19,7 @@ func loadConfig(t *testing.T, id string) *Config {
 }
 
 func TestLoadConfig(t *testing.T) {
+	t.Parallel()
 	def := createDefaultConfig()
 	assert.Equal(t, def, loadConfig(t, "k8sevents"))
 	require.NoError(t, def.Validate())
@@ -69,6 +70,7 @@ func TestLoadConfig(t *testing.T) {
 }
 
 func TestValidateNamesEveryBadKey(t *testing.T) {
+	t.Parallel()
 	err := loadConfig(t, "k8sevents/invalid").Validate()
 	require.Error(t, err)
 	for _, key := range []string{`auth_type: "token"`, `api: "events.k8s.io/v2"`, "qps and burst", "max_note_bytes",
@@ -80,6 +82,7 @@ func TestValidateNamesEveryBadKey(t *testing.T) {
 // TestValidateAdoptNeedsAController: the objects a series may adopt are
 // those of one reporting controller.
 func TestValidateAdoptNeedsAController(t *testing.T) {
+	t.Parallel()
 	cfg := createDefaultConfig()
 	cfg.AdoptOpenSeries = true
 	require.ErrorContains(t, cfg.Validate(), "adopt_open_series: needs reporting_controller")

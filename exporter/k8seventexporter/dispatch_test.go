@@ -18,6 +18,7 @@ import (
 // the records not yet written; a push after the writer is gone returns at
 // once.
 func TestDispatcherHandsBackWhatItCannotWrite(t *testing.T) {
+	t.Parallel()
 	boom := errors.New("503")
 	retry := configretry.NewDefaultBackOffConfig()
 	retry.InitialInterval, retry.MaxElapsedTime = time.Hour, 0
@@ -66,6 +67,7 @@ func TestDispatcherHandsBackWhatItCannotWrite(t *testing.T) {
 // start writes them) and the one in flight finishes; a push after stop is
 // handed back at once.
 func TestDispatcherWithHandBackStopsWithoutWritingTheBacklog(t *testing.T) {
+	t.Parallel()
 	started, release := make(chan struct{}), make(chan struct{})
 	var mu sync.Mutex
 	var wrote []string

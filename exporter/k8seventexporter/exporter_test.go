@@ -171,6 +171,7 @@ func (r *rig) apiserverCount(t *testing.T, codePrefix string) int {
 }
 
 func TestWritesReadBackInBothAPIs(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	cs := r.srv.Clientset()
 	for _, api := range []string{k8sevent.APIEventsV1, k8sevent.APICoreV1} {
@@ -214,6 +215,7 @@ func TestWritesReadBackInBothAPIs(t *testing.T) {
 }
 
 func TestIdempotentWrites(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	cs := r.srv.Clientset()
 	exp, tel := r.start(t, func(c *Config) { c.API = k8sevent.APIEventsV1 })
@@ -257,6 +259,7 @@ func TestIdempotentWrites(t *testing.T) {
 // nothing. The API server would store nothing for it either: an unchanged
 // patch keeps the resourceVersion, so it does not refresh the TTL.
 func TestSameCountMakesNoRequest(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	cs := r.srv.Clientset()
 	exp, tel := r.start(t, func(c *Config) { c.API = k8sevent.APIEventsV1 })
@@ -281,6 +284,7 @@ func TestSameCountMakesNoRequest(t *testing.T) {
 }
 
 func TestBadInputNeverReachesTheAPIServer(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	exp, tel := r.start(t, func(c *Config) { c.API = k8sevent.APIEventsV1; c.Namespaces = []string{"shop"} })
 	before := r.apiserverCount(t, "4")
@@ -317,6 +321,7 @@ func TestBadInputNeverReachesTheAPIServer(t *testing.T) {
 // is written once with its exact count (a patch answered 429 is sent
 // again, not skipped as already written).
 func TestBacksOffOnRealThrottling(t *testing.T) {
+	t.Parallel()
 	r := newRig(t, kubetest.WithEventRateLimit(1, 2))
 	exp, tel := r.start(t, func(c *Config) { c.API = k8sevent.APICoreV1 })
 	const n = 4
@@ -354,6 +359,7 @@ func TestBacksOffOnRealThrottling(t *testing.T) {
 // controller patches the objects the previous one created, without trying
 // to create twins first.
 func TestRestartListsWhatItWroteBefore(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	exp, tel := r.start(t, func(c *Config) { c.API = k8sevent.APIEventsV1 })
 	send(t, exp, record("web-1.before-restart", k8sevent.StateSingleton, 1, t0))
@@ -372,6 +378,7 @@ func TestRestartListsWhatItWroteBefore(t *testing.T) {
 
 // TestAutoChoosesEventsV1WhenServed: api auto asks discovery once.
 func TestAutoChoosesEventsV1WhenServed(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	exp, tel := r.start(t, nil) // api: auto
 	send(t, exp, record("web-1.auto", k8sevent.StateSingleton, 1, t0))
@@ -386,6 +393,7 @@ func TestAutoChoosesEventsV1WhenServed(t *testing.T) {
 // TestConcurrentPushes: without a queue (or with more consumers) the pipeline
 // calls the exporter from several goroutines at once.
 func TestConcurrentPushes(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	exp, tel := r.start(t, func(c *Config) {
 		c.API = k8sevent.APIEventsV1
@@ -413,6 +421,7 @@ func TestConcurrentPushes(t *testing.T) {
 // k8s.event.last_timestamp or series lastObservedTime), not the record's
 // own time, which out-of-order input can make older.
 func TestStateLastTimestampIsTheLatestOccurrence(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	exp, tel := r.start(t, func(c *Config) { c.API = k8sevent.APICoreV1 })
 	legacy := legacyRecord("web-1.last-legacy", 3, t0.Add(2*time.Minute))

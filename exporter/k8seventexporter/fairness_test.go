@@ -88,6 +88,7 @@ func (l *writeLog) neverDown(t *testing.T) {
 // processor's batch) and of one (a sender that sends each record alone:
 // 600 requests, more than the lookahead; the queue's batch merges them).
 func TestHostileFloodDoesNotDelayOtherNamespaces(t *testing.T) {
+	t.Parallel()
 	for _, batchSize := range []int{100, 1} {
 		t.Run(fmt.Sprintf("requests-of-%d", batchSize), func(t *testing.T) { testFloodDelay(t, batchSize) })
 	}
@@ -168,6 +169,7 @@ func testFloodDelay(t *testing.T, batchSize int) {
 // clears the shop object ends with its exact count, its push is answered,
 // and no count ever went down.
 func TestFaultOneNamespaceFailingDoesNotBlockOthers(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	fr := r.withProxy(t)
 	log := r.watchWrites(t)

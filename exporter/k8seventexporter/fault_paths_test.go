@@ -26,6 +26,7 @@ import (
 // answered AlreadyExists; the stored count stays (stored 9, record 3 -> 9),
 // and a higher one is patched.
 func TestFaultAlreadyExistsNeverLowersACount(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	const name = "web-1.lower"
 	exp, tel := r.start(t, func(c *Config) { c.API = k8sevent.APIEventsV1 })
@@ -52,6 +53,7 @@ func TestFaultAlreadyExistsNeverLowersACount(t *testing.T) {
 // the create's AlreadyExists and the patch (a 404 injected on the patch):
 // the record is retried, not dropped, and ends written.
 func TestFaultPatchAfterAlreadyExistsAnswers404(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	const name = "web-1.gone-between"
 	exp, tel := r.start(t, func(c *Config) { c.API = k8sevent.APIEventsV1 })
@@ -80,6 +82,7 @@ func TestFaultPatchAfterAlreadyExistsAnswers404(t *testing.T) {
 // namespace is gone): that is permanent, dropped and counted, and the queue
 // moves on to the next record.
 func TestFaultCreateAfterPatch404IsACreate(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	fr := r.withProxy(t)
 	const name = "web-1.ns-gone"
@@ -104,6 +107,7 @@ func TestFaultCreateAfterPatch404IsACreate(t *testing.T) {
 // written and the write are atomic per object: one object, its count never
 // goes down (watched), and it ends at the highest count sent.
 func TestFaultConcurrentWritesOfOneObject(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	const name, writers, each = "web-1.contended", 4, 10
 	w, err := r.srv.WatchClientset(t).EventsV1().Events("shop").Watch(context.Background(),
@@ -151,6 +155,7 @@ func TestFaultConcurrentWritesOfOneObject(t *testing.T) {
 // dropped as permanent instead of retried; the good record behind them is
 // written at once.
 func TestHostileOversizedEventsNeverReachTheAPIServer(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	fr := r.withProxy(t)
 	exp, tel := fr.faultExporter(t, k8sevent.APIEventsV1, componenttest.NewNopHost())

@@ -73,6 +73,7 @@ func gapRecord(ns string, i int) k8sevent.Event {
 // records only, and end exact: the sum of the final counts is the
 // occurrences sent, one object per series, no count ever went down.
 func TestExactRBACGapIsReportedAndHoldsNoOtherNamespace(t *testing.T) {
+	t.Parallel()
 	const user, token = "exporter", "exporter-token"
 	r := newRig(t, kubetest.WithUser(user, token))
 	ctx := context.Background()
@@ -199,6 +200,7 @@ func writtenAt(l *writeLog, want map[string]int32) bool {
 // silenced by another's, repeats once per interval, and the namespaces
 // remembered are bounded (the oldest forgotten may log again).
 func TestNamespaceLogOncePerIntervalPerNamespace(t *testing.T) {
+	t.Parallel()
 	l := newNamespaceLog(time.Minute)
 	at := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 	assert.True(t, l.allow("other", at))

@@ -32,6 +32,7 @@ func takeAll(l *lanes, now time.Time) []string {
 // TestLanesTakeTurns: a flood queued in one namespace delays another
 // namespace's record by one write, and each namespace keeps its order.
 func TestLanesTakeTurns(t *testing.T) {
+	t.Parallel()
 	l := newLanes()
 	for i := range 5 {
 		l.add(pendingIn("shop", fmt.Sprint("flood-", i)))
@@ -48,6 +49,7 @@ func TestLanesTakeTurns(t *testing.T) {
 // its lane until its retry time; the record behind it never overtakes it;
 // the other lanes go on meanwhile.
 func TestLanesFailedHeadWaitsInPlace(t *testing.T) {
+	t.Parallel()
 	l := newLanes()
 	l.add(pendingIn("shop", "last"), pendingIn("shop", "after"), pendingIn("other", "a"), pendingIn("other", "b"))
 	p, _ := l.take(t0)
@@ -65,6 +67,7 @@ func TestLanesFailedHeadWaitsInPlace(t *testing.T) {
 // TestLanesGiveUpAfterMaxElapsed: retries end once the next one would
 // come later than maxElapsed after the first failure; the lane moves on.
 func TestLanesGiveUpAfterMaxElapsed(t *testing.T) {
+	t.Parallel()
 	l := newLanes()
 	l.add(pendingIn("shop", "failing"), pendingIn("shop", "next"))
 	delay := func(attempt int) time.Duration { return time.Duration(attempt) * time.Second }
@@ -85,6 +88,7 @@ func TestLanesGiveUpAfterMaxElapsed(t *testing.T) {
 // records, not the one in flight; at shutdown the heads waiting for a
 // retry are handed back with their last error.
 func TestLanesWithdrawAndStop(t *testing.T) {
+	t.Parallel()
 	l := newLanes()
 	b1, b2 := &batch{}, &batch{}
 	p1, p2, p3 := pendingIn("shop", "1"), pendingIn("shop", "2"), pendingIn("other", "3")
@@ -103,6 +107,7 @@ func TestLanesWithdrawAndStop(t *testing.T) {
 }
 
 func TestLanesIdleKeepsTheOneInFlight(t *testing.T) {
+	t.Parallel()
 	l := newLanes()
 	p1, p2, p3 := pendingIn("shop", "1"), pendingIn("shop", "2"), pendingIn("other", "3")
 	l.add(p1, p2, p3)

@@ -50,6 +50,7 @@ func preparedAs(t *testing.T, api string, ev k8sevent.Event) k8sevent.Event {
 // object again instead of making a third one. A record about another pod
 // naming the exporter's own object is refused the same way.
 func TestHostileNamingAnotherEvent(t *testing.T) {
+	t.Parallel()
 	for _, api := range []string{k8sevent.APIEventsV1, k8sevent.APICoreV1} {
 		t.Run(api, func(t *testing.T) {
 			r := newRig(t)
@@ -112,6 +113,7 @@ func TestHostileNamingAnotherEvent(t *testing.T) {
 // move to hold another controller's Event, the record is dropped and
 // counted (reason conflict), and none of those objects changes.
 func TestHostileEveryNameTaken(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	const victim = "web-1.taken"
 	api := k8sevent.APIEventsV1

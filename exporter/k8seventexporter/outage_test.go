@@ -179,6 +179,7 @@ func (r *rig) waitForCounts(t *testing.T, want map[string]int32) time.Duration {
 // repairs a lost count). Every object ends up written once, with its final
 // series count, and no record was skipped as already written.
 func TestOutageLosesNothing(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	// A persistent queue with this exporter's defaults for it: 32 MiB hold
 	// the 900 records sent during the outage, and each push is answered
@@ -261,6 +262,7 @@ func TestOutageLosesNothing(t *testing.T) {
 // is down, restarts the collector (exporter and file_storage), and the new
 // exporter writes all 50 from the persistent queue.
 func TestPersistentQueueSurvivesRestart(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	dir := t.TempDir()
 	persistent := persistentQueue

@@ -21,6 +21,7 @@ import (
 // (including its listing at start, and the read of a create answered
 // AlreadyExists), and checks the user can do nothing else.
 func TestDeployRBACIsEnoughAndNoMore(t *testing.T) {
+	t.Parallel()
 	const user, token = "exporter", "exporter-token"
 	r := newRig(t, kubetest.WithUser(user, token))
 	ctx := context.Background()
@@ -63,6 +64,7 @@ func TestDeployRBACIsEnoughAndNoMore(t *testing.T) {
 // before, no create attempt), and nothing outside those namespaces is
 // reachable.
 func TestDeployRBACPerNamespace(t *testing.T) {
+	t.Parallel()
 	const user, token = "exporter", "exporter-token"
 	r := newRig(t, kubetest.WithUser(user, token))
 	ctx := context.Background()

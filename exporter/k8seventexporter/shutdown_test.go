@@ -55,6 +55,7 @@ func (r *rig) eventWrites(t *testing.T) int64 {
 // with its final count, in one object, never going down. The code before
 // failed the first assertion (it wrote the whole backlog while stopping).
 func TestShutdownLeavesTheBacklogToThePersistentQueue(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	dir := t.TempDir()
 	persistent := func(qps float32) func(*Config) {

@@ -37,6 +37,7 @@ func eachAPI(t *testing.T, r *rig, f func(t *testing.T, suffix string, exp expor
 // patch that follows. events.k8s.io/v1 refuses any other type: without the
 // exporter's normalisation these writes fail.
 func TestWritesAcceptedTypes(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	eachAPI(t, r, func(t *testing.T, suffix string, exp exporter.Logs, tel *componenttest.Telemetry) {
 		want := map[string]string{}
@@ -67,6 +68,7 @@ func TestWritesAcceptedTypes(t *testing.T) {
 // by many clusters tells their Events apart; one that states none carries
 // no annotation.
 func TestMarksTheSourceCluster(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	eachAPI(t, r, func(t *testing.T, suffix string, exp exporter.Logs, tel *componenttest.Telemetry) {
 		east := record("web-1.east-"+suffix, k8sevent.StateSingleton, 1, t0)
@@ -95,6 +97,7 @@ func TestMarksTheSourceCluster(t *testing.T) {
 // as kubelet's; with override_reporting false, the record's own source
 // and controller are kept.
 func TestSourceFollowsTheForcedReporter(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	for _, override := range []bool{true, false} {
 		for _, api := range []string{k8sevent.APIEventsV1, k8sevent.APICoreV1} {

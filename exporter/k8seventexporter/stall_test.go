@@ -19,6 +19,7 @@ import (
 // within 200 ms, so each request waits for the flush), every record is
 // written, each once, and every object ends with its exact count.
 func TestSequentialRequestsNeverStall(t *testing.T) {
+	t.Parallel()
 	for _, queued := range []bool{false, true} {
 		t.Run(fmt.Sprintf("queued-%v", queued), func(t *testing.T) {
 			r := newRig(t)

@@ -44,15 +44,18 @@ func TestEveryModuleIsCoveredByMakeTest(t *testing.T) {
 	}
 }
 
-// testRecipe is the recipe of the Makefile's test target.
+// testRecipe is what make test runs: the recipes of the test target and
+// of the test-* targets it runs side by side.
 func testRecipe(t *testing.T, makefile string) string {
 	t.Helper()
-	_, rest, ok := strings.Cut(makefile, "\ntest:")
-	if !ok {
+	var recipes []string
+	for _, m := range regexp.MustCompile(`(?m)^test(-[a-z]+)?:.*\n((?:\t.*\n)+)`).FindAllStringSubmatch(makefile, -1) {
+		recipes = append(recipes, m[2])
+	}
+	if len(recipes) == 0 {
 		t.Fatal("the Makefile has no test target")
 	}
-	recipe, _, _ := strings.Cut(rest, "\n\n")
-	return recipe
+	return strings.Join(recipes, "")
 }
 
 func repoRoot(t *testing.T) string {

@@ -50,6 +50,7 @@ func scaleStorm(seed uint64, cycles int, gap time.Duration) []storm.Occurrence {
 // exact recorder cannot leave it out. There are at most as many as the
 // occurrences client-go loses.
 func TestLegacyWritesBeyondClientGoAreLastCounts(t *testing.T) {
+	t.Parallel()
 	storms := map[string][]storm.Occurrence{}
 	for _, gap := range []time.Duration{10 * time.Second, time.Minute, 3 * time.Minute, 7 * time.Minute, 15 * time.Minute} {
 		for seed := range uint64(2) {

@@ -62,6 +62,7 @@ func replayWith(t testing.TB, occs []storm.Occurrence, mutate func(*Config)) *re
 // spam key, no more records than the better client-go recorder (legacy
 // mode: than client-go's legacy recorder).
 func TestSpamFilterReport(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("replays every built-in storm four times")
 	}

@@ -71,6 +71,7 @@ func replay(t testing.TB, occs []storm.Occurrence) []written {
 // TestStreamsGolden replays every recorded storm and compares the records
 // with the golden output (go test -run TestStreamsGolden -update rewrites it).
 func TestStreamsGolden(t *testing.T) {
+	t.Parallel()
 	for name, path := range streamFiles(t) {
 		t.Run(name, func(t *testing.T) {
 			occs, err := storm.ReadFile(path)
@@ -106,6 +107,7 @@ func TestStreamsGolden(t *testing.T) {
 // recorders make on the same stream, and the final counts each leaves.
 // Goal: no more writes than the better recorder, every pair visible, exact counts.
 func TestWriteCountReport(t *testing.T) {
+	t.Parallel()
 	names := make([]string, 0)
 	files := streamFiles(t)
 	for name := range files {
