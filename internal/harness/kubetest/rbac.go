@@ -4,7 +4,9 @@ import (
 	"context"
 	"os"
 	"testing"
+	"time"
 
+	authorizationv1 "k8s.io/api/authorization/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/yaml"
@@ -13,7 +15,9 @@ import (
 // GrantRole reads the ClusterRole in manifest (a file of deploy/) and grants
 // its rules to user: cluster-wide with a ClusterRoleBinding when namespace is
 // empty, else as a Role and RoleBinding of that namespace only. The binding
-// is named after the user. It returns the role as read.
+// is named after the user. It returns the role as read, once the API
+// server's authorizer honours the grant: RBAC reads bindings through an
+// informer, so a request right after the create may still be refused.
 func (s *Server) GrantRole(t testing.TB, manifest, user, namespace string) rbacv1.ClusterRole {
 	t.Helper()
 	f, err := os.Open(manifest)
@@ -51,5 +55,37 @@ func (s *Server) GrantRole(t testing.TB, manifest, user, namespace string) rbacv
 	if err != nil {
 		t.Fatalf("kubetest: grant %s to %s: %v", role.Name, user, err)
 	}
+	s.awaitAllowed(t, user, namespace, role)
 	return role
+}
+
+// awaitAllowed asks the authorizer (SubjectAccessReview) whether user may
+// do what the first resource rule of role allows, until it says yes.
+func (s *Server) awaitAllowed(t testing.TB, user, namespace string, role rbacv1.ClusterRole) {
+	t.Helper()
+	var attrs *authorizationv1.ResourceAttributes
+	for _, r := range role.Rules {
+		if len(r.Verbs) > 0 && len(r.APIGroups) > 0 && len(r.Resources) > 0 {
+			attrs = &authorizationv1.ResourceAttributes{Namespace: namespace, Verb: r.Verbs[0], Group: r.APIGroups[0], Resource: r.Resources[0]}
+			if len(r.ResourceNames) > 0 {
+				attrs.Name = r.ResourceNames[0]
+			}
+			break
+		}
+	}
+	if attrs == nil {
+		return // no resource rule to ask about
+	}
+	review := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{User: user, ResourceAttributes: attrs}}
+	deadline := time.Now().Add(time.Minute)
+	for {
+		got, err := s.Clientset().AuthorizationV1().SubjectAccessReviews().Create(context.Background(), review, metav1.CreateOptions{})
+		if err == nil && got.Status.Allowed {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("kubetest: %s granted to %s, and not allowed %+v a minute later (%v)", role.Name, user, *attrs, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }
