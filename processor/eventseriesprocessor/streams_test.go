@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -48,6 +49,32 @@ type written struct {
 	Last   string `json:"last"`
 }
 
+// streamReplay is one stream file read and replayed once: the replay is
+// deterministic, and TestStreamsGolden and TestWriteCountReport read the
+// same one.
+type streamReplay struct {
+	once sync.Once
+	occs []storm.Occurrence
+	out  []written
+	err  error
+}
+
+var streamReplays sync.Map // path → *streamReplay
+
+// replayFile reads the stream at path and replays it, once per test run.
+func replayFile(t testing.TB, path string) ([]storm.Occurrence, []written) {
+	t.Helper()
+	v, _ := streamReplays.LoadOrStore(path, &streamReplay{})
+	r := v.(*streamReplay)
+	r.once.Do(func() {
+		if r.occs, r.err = storm.ReadFile(path); r.err == nil {
+			r.out = replay(t, r.occs)
+		}
+	})
+	require.NoError(t, r.err)
+	return r.occs, r.out
+}
+
 // replay runs a stream through the processor in series mode and event time,
 // 100 records a batch, and shuts it down.
 func replay(t testing.TB, occs []storm.Occurrence) []written {
@@ -74,11 +101,10 @@ func TestStreamsGolden(t *testing.T) {
 	t.Parallel()
 	for name, path := range streamFiles(t) {
 		t.Run(name, func(t *testing.T) {
-			occs, err := storm.ReadFile(path)
-			require.NoError(t, err)
+			_, out := replayFile(t, path)
 			var got bytes.Buffer
 			enc := json.NewEncoder(&got)
-			for _, w := range replay(t, occs) {
+			for _, w := range out {
 				require.NoError(t, enc.Encode(w))
 			}
 			golden := filepath.Join(streamsDir, "golden", name+".series.jsonl.gz")
@@ -117,11 +143,10 @@ func TestWriteCountReport(t *testing.T) {
 	var report strings.Builder
 	fmt.Fprintf(&report, "| stream | occurrences | pairs | eventseries writes | client-go legacy writes | client-go series writes | count error (ours / legacy / series) | invisible pairs (ours / legacy / series) |\n|---|---|---|---|---|---|---|---|\n")
 	for _, name := range names {
-		occs, err := storm.ReadFile(files[name])
-		require.NoError(t, err)
+		occs, out := replayFile(t, files[name])
 		truth := recordermodel.Truth(occs)
 		ours := recordermodel.NewTally()
-		for _, w := range replay(t, occs) {
+		for _, w := range out {
 			if last, ok := ours.Last[w.Name]; ok && w.Count <= last {
 				continue // the k8sevents exporter sends nothing for a count already written
 			}
