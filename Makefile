@@ -59,12 +59,15 @@ node-example:
 
 ## lint: gofmt; mdatagen's output matches metadata.yaml (regenerated in a temp copy by tools/check-generated.sh,
 ## the working tree is never written); go vet. vet runs with -race, so the packages it compiles are the ones
-## make test's race tests use (without it a cold make test compiled every dependency twice).
+## make test's race tests use (without it a cold make test compiled every dependency twice), for every module with
+## tests: tools/helm's Helm and Kubernetes libraries then compile before the tests start, not beside them.
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	GO=$(GO) tools/check-generated.sh
 	$(GO) vet -race $(PKGS)
 	cd recorder && $(GO) vet -race ./...
+	cd tools/image && GOWORK=off $(GO) vet -race ./...
+	cd tools/helm && GOWORK=off $(GO) vet -race ./...
 
 ## bench: the processor's budget table (ratios to client-go's EventCorrelator in the same run,
 ## allocations, retained heap), the write-count and spam-filter reports per storm, the exporter's

@@ -41,7 +41,7 @@ func TestScaleOut(t *testing.T) {
 	tier1, tier2 := readyConfig(t, "tier1-loadbalancer.yaml"), readyConfig(t, "tier2-processor.yaml")
 	srv := kubetest.Start(t)
 	cs := srv.Clientset()
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	require.NoError(t, stormsend.EnsureNamespaces(ctx, cs, occs))
 	acc := newTierAccess(t, srv)
@@ -129,9 +129,11 @@ func TestScaleOut(t *testing.T) {
 
 // awaitExported waits until the collector's exporter has finished with
 // every record its processor emitted (written, or skipped as unchanged).
+// The bound is a liveness bound, generous for a machine busy with other
+// tests: the runs compare what was written, not how fast.
 func awaitExported(t *testing.T, c *collector) {
 	t.Helper()
-	eventually(t, 2*time.Minute, func() (bool, string) {
+	eventually(t, 5*time.Minute, func() (bool, string) {
 		p := c.scrape(t).Pipeline()
 		return p.Done == p.RecordsOut, fmt.Sprintf("records out %v, exporter done %v", p.RecordsOut, p.Done)
 	})

@@ -156,7 +156,8 @@ func outageCounts(step int) map[string]int32 {
 }
 
 // waitForCounts waits until namespace shop holds exactly the Events of
-// want, with their counts, and says how long that took.
+// want, with their counts, and says how long that took. Its bound is for
+// liveness on a machine busy with other tests, not a speed target.
 func (r *rig) waitForCounts(t *testing.T, want map[string]int32) time.Duration {
 	t.Helper()
 	start := time.Now()
@@ -166,7 +167,7 @@ func (r *rig) waitForCounts(t *testing.T, want map[string]int32) time.Duration {
 		var err error
 		got, n, err = r.eventCounts(t)
 		return err == nil && n == len(want) && maps.Equal(got, want)
-	}, 60*time.Second, 100*time.Millisecond, "every object with its count")
+	}, 3*time.Minute, 100*time.Millisecond, "every object with its count")
 	if !ok {
 		t.Fatalf("after %v: %d objects, counts %v, want %v", time.Since(start), n, got, want)
 	}
