@@ -170,10 +170,11 @@ func TestStateIsSavedWhileRunning(t *testing.T) {
 	first.p.saveEvery = 20 * time.Millisecond
 	require.NoError(t, first.p.Start(context.Background(), h))
 	first.feed(t, watched(), time.Now(), 1, 2, 3)
+	// A save is counted once storage has it (state_saves): the wait ends
+	// on what an operator reads, not on the processor's internals.
 	require.Eventually(t, func() bool {
-		first.p.mu.Lock()
-		defer first.p.mu.Unlock()
-		return !first.p.dirty
+		m, err := first.tel.GetMetric("otelcol_processor_eventseries_state_saves")
+		return err == nil && m.Data.(metricdata.Sum[int64]).DataPoints[0].Value > 0
 	}, 10*time.Second, 10*time.Millisecond, "saved within a few intervals")
 	crash(t, first.p)
 	stop()
