@@ -284,36 +284,6 @@ func assertFaultPromise(t *testing.T, r mirrorResult, sent int64, drops []string
 	assert.Empty(t, drops, "counts that went down in the destination")
 }
 
-// assertCrashPromise checks what a mirror promises through a SIGKILL: every
-// (object, reason) of the source in the destination with at least the
-// source's total (nothing lost), the occurrences counted twice and the
-// objects of one series claiming the same occurrences each at most bound
-// (what reached the source within crashWindow before the kill), no count
-// seen going down.
-func assertCrashPromise(t *testing.T, r mirrorResult, bound int64, drops []string) {
-	t.Helper()
-	var invisible, short []string
-	for p, want := range r.a.Pairs {
-		switch got := r.b.Pairs[p]; {
-		case got == 0:
-			invisible = append(invisible, p.String())
-		case got < want:
-			short = append(short, fmt.Sprintf("%v: want at least %d, got %d", p, want, got))
-		}
-	}
-	sort.Strings(invisible)
-	sort.Strings(short)
-	twins := overlappingObjects(r.bEvents, math.MaxInt, false)
-	t.Logf("after the crash: missing %d, extra %d occurrences, %d objects of one series overlapping; bound %d (sent within %v before the kill)",
-		r.missing, r.extra, len(twins), bound, crashWindow)
-	assert.Empty(t, invisible, "(object, reason) pairs of the source missing from the destination")
-	assert.Empty(t, short, "pairs with fewer occurrences than the source: a crash may not lose any")
-	assert.Zero(t, r.missing, "occurrences lost")
-	assert.LessOrEqual(t, r.extra, bound, "occurrences counted twice, beyond what the crash may repeat")
-	assert.LessOrEqual(t, int64(len(twins)), bound, "objects of one series claiming the same occurrences")
-	assert.Empty(t, drops, "counts that went down in the destination")
-}
-
 // throttledEventWrites is how many Event creates and patches an API server
 // answered with 429.
 func throttledEventWrites(ctx context.Context, cs kubernetes.Interface) (posts, patches int64, err error) {

@@ -22,11 +22,14 @@ import (
 // times and for series to finish while it lasts.
 const faultOutage = 30 * time.Second
 
-// crashWindow bounds what a SIGKILL may count twice. The processor saves
-// its state every 5 s (its README), the receiver's checkpoint lags by up to
-// a second, and 2 s are left for a save that runs late on a loaded
+// crashWindow bounds the records a SIGKILL makes a sink get again (it
+// counts nothing twice): after a restart the processor replays the batches
+// it accepted after its last save, emitting again what it decided from
+// them. It saves every 5 s (its README), the receiver's checkpoint lags by
+// up to a second, and 2 s are left for a save that runs late on a loaded
 // machine: only occurrences that reached the source within crashWindow
-// before the kill can be counted again after the restart.
+// before the kill can be in such a record. The tests with this bound stay
+// serial (package doc).
 const crashWindow = 8 * time.Second
 
 // faultRig is the mirror of the fault tests: a source API server A into

@@ -17,9 +17,9 @@ import (
 // with 403 before its authorizer counts as synced: each one a record the
 // exporter dropped for good before it told a starting API server's 403 from
 // an RBAC gap. The storm's series are in few namespaces, so few lanes retry
-// after the restart, each every 5 s at most (fastRetry): ten take about a
-// minute.
-const startingWrites = 10
+// after the restart, each every 5 s at most (fastRetry): four take about
+// 20 s.
+const startingWrites = 4
 
 // TestExactDestinationStartingAnswers403: as in
 // TestFaultDestinationDownAsStormEnds (storage on, as mirror.yaml), B is

@@ -13,8 +13,8 @@ import (
 // TestPurePackagesStartNoGoroutine: make test runs the packages of the
 // Makefile's PURE_PKGS without the race detector, which can only find a
 // race between goroutines. That holds while neither their code nor their
-// tests start one: a go statement in any of their files fails here, and
-// the package then belongs under test-race.
+// tests start one: a go statement or a t.Parallel call in any of their
+// files fails here, and the package then belongs under test-race.
 func TestPurePackagesStartNoGoroutine(t *testing.T) {
 	root := repoRoot(t)
 	m := regexp.MustCompile(`(?m)^PURE_PKGS :=(.*)$`).FindStringSubmatch(readFile(t, root+"/Makefile"))
@@ -45,6 +45,10 @@ func TestPurePackagesStartNoGoroutine(t *testing.T) {
 				if g, ok := n.(*ast.GoStmt); ok {
 					t.Errorf("%s: a go statement: %s runs under make test's race detector no more; move it to test-race",
 						fset.Position(g.Pos()), pkg)
+				}
+				if sel, ok := n.(*ast.SelectorExpr); ok && sel.Sel.Name == "Parallel" {
+					t.Errorf("%s: a parallel test: %s runs under make test's race detector no more; move it to test-race",
+						fset.Position(sel.Pos()), pkg)
 				}
 				return true
 			})

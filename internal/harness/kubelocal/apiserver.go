@@ -140,6 +140,9 @@ func (c *Cluster) prepareAPIServer(opts *Options) error {
 	if err := os.MkdirAll(certDir, 0o700); err != nil {
 		return err
 	}
+	if err := writeServingCert(certDir); err != nil {
+		return err
+	}
 	args := []string{
 		"--etcd-servers=" + c.etcdURL,
 		"--bind-address=" + loopback,
