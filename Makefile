@@ -5,7 +5,7 @@ PKGS    := ./...
 # Tests that need a real API server find the binaries here.
 export KUBETEST_BIN_DIR := $(BIN)
 
-.PHONY: all build test test-race test-pure test-modules lint bench fuzz apiserver generate streams run otelcol image deploy
+.PHONY: all build test test-e2e test-race test-pure test-modules lint bench fuzz apiserver generate streams run otelcol image deploy
 
 all: build
 
@@ -13,7 +13,8 @@ build:
 	$(GO) build $(PKGS)
 
 ## test: everything CI runs, from nothing: modules, kube-apiserver and etcd, the collector distribution, lint, then
-## three jobs side by side: the race tests, the pure packages' tests and the other Go modules' tests.
+## four jobs side by side: the end-to-end tests, the other race tests, the pure packages' tests and the other Go
+## modules' tests.
 ## The API server and etcd build beside the distribution and lint (make -j2: their links and ocb's module
 ## downloads leave a core idle); the tests start once all of it is there.
 ## The other Go modules: recorder, tools/image and tools/helm have tests, run in test-modules; tools/mdatagen and
@@ -21,15 +22,25 @@ build:
 ## tools/mdatagen/go.mod, apiserver builds kube-apiserver and etcd through tools/kube
 ## (internal/harness TestEveryModuleIsCoveredByMakeTest).
 test: test-deps
-	$(MAKE) --no-print-directory -j3 test-race test-pure test-modules
+	$(MAKE) --no-print-directory -j4 test-e2e test-race test-pure test-modules
 
-## test-race: every package that starts goroutines, under the race detector. -vet=off: lint, which runs first,
-## vets the same packages with every analyzer and the same -race build; -ldflags=-w: test binaries without DWARF
-## link about a quarter faster. -p 3 -parallel 3: three packages, and three parallel tests of each, at a time:
-## most of them wait on API servers, paced storms and faults, not on a core.
-RACE_PKGS = $(shell $(GO) list $(PKGS) | grep -v $(foreach p,$(PURE_PKGS),-e '/$(p)$$'))
+## test-e2e: the end-to-end package, the longest one, in a job of its own so that it starts first, and four of its
+## tests at a time: most of them wait on paced storms, outages and restarts (flags as in test-race).
+test-e2e:
+	$(GO) test -race -vet=off -ldflags=-w -parallel 4 -count=1 -timeout 30m ./e2e
+
+## test-race: every other package that starts goroutines, under the race detector. -vet=off: lint, which runs
+## first, vets the same packages with every analyzer and the same -race build; -ldflags=-w: test binaries without
+## DWARF link about a quarter faster. -p 2 -parallel 3: two packages, and three parallel tests of each, at a time:
+## most of them wait on API servers and faults, not on a core. go test starts packages in the order given: the
+## long ones (SLOW_PKGS) first, so that none of them starts last and becomes the tail.
+MODULE := github.com/k8sevents/otel-k8sevents
+SLOW_PKGS := exporter/k8seventexporter receiver/k8seventsreceiver cmd/k8sevents-demo extension/k8stokenauthextension \
+	internal/harness/kubetest receiver/k8seventsotlpreceiver processor/eventseriesprocessor
+RACE_PKGS = $(addprefix $(MODULE)/,$(SLOW_PKGS)) \
+	$(shell $(GO) list $(PKGS) | grep -v $(foreach p,e2e $(SLOW_PKGS) $(PURE_PKGS),-e '/$(p)$$'))
 test-race:
-	$(GO) test -race -vet=off -ldflags=-w -p 3 -parallel 3 -count=1 -timeout 30m -skip '^($(REPLAY_TESTS))$$' $(RACE_PKGS)
+	$(GO) test -race -vet=off -ldflags=-w -p 2 -parallel 3 -count=1 -timeout 30m -skip '^($(REPLAY_TESTS))$$' $(RACE_PKGS)
 
 ## test-pure: the pure decision code (the engine, the record codec) and the storm generators, which start no
 ## goroutine in their code or their tests (internal/harness TestPurePackagesStartNoGoroutine): the race detector has nothing to find there and
