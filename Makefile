@@ -24,10 +24,10 @@ build:
 test: test-deps
 	$(MAKE) --no-print-directory -j4 test-e2e test-race test-pure test-modules
 
-## test-e2e: the end-to-end package, the longest one, in a job of its own so that it starts first, and four of its
-## tests at a time: most of them wait on paced storms, outages and restarts (flags as in test-race).
+## test-e2e: the end-to-end package, the longest one, in a job of its own so that it starts first, three of its tests
+## at a time (flags as in test-race): make test is CPU-bound, so more at once only slows the other packages down.
 test-e2e:
-	$(GO) test -race -vet=off -ldflags=-w -parallel 4 -count=1 -timeout 30m ./e2e
+	$(GO) test -race -vet=off -ldflags=-w -parallel 3 -count=1 -timeout 30m ./e2e
 
 ## test-race: every other package that starts goroutines, under the race detector. -vet=off: lint, which runs
 ## first, vets the same packages with every analyzer and the same -race build; -ldflags=-w: test binaries without
