@@ -38,7 +38,7 @@ MODULE := github.com/k8sevents/otel-k8sevents
 SLOW_PKGS := exporter/k8seventexporter receiver/k8seventsreceiver cmd/k8sevents-demo extension/k8stokenauthextension \
 	internal/harness/kubetest receiver/k8seventsotlpreceiver processor/eventseriesprocessor
 RACE_PKGS = $(addprefix $(MODULE)/,$(SLOW_PKGS)) \
-	$(shell $(GO) list $(PKGS) | grep -v $(foreach p,e2e $(SLOW_PKGS) $(PURE_PKGS),-e '/$(p)$$'))
+	$(shell $(GO) list $(PKGS) | grep -vx $(foreach p,e2e $(SLOW_PKGS) $(PURE_PKGS),-e '$(MODULE)/$(p)'))
 test-race:
 	$(GO) test -race -vet=off -ldflags=-w -p 2 -parallel 3 -count=1 -timeout 30m -skip '^($(REPLAY_TESTS))$$' $(RACE_PKGS)
 
