@@ -59,10 +59,10 @@ func TestNodeAppWritesTheGoRecordersEvents(t *testing.T) {
 	require.NoError(t, storm.WriteFile(input, occs))
 
 	nodeSide, goSide := startIngestSide(t), startIngestSide(t)
+	goExample := <-built // before the bound: from empty caches the build takes minutes
+	require.NotEmpty(t, goExample, "recorder/example did not build")
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
-	goExample := <-built
-	require.NotEmpty(t, goExample, "recorder/example did not build")
 
 	var goRun exampleSummary
 	var goErr error

@@ -65,14 +65,17 @@ func TestRecorderStorm(t *testing.T) {
 	go func() { built <- buildExample(t) }()
 	srvA, srvB := kubetest.Start(t), kubetest.Start(t)
 	a, b := srvA.Clientset(), srvB.Clientset()
+	// The bound below is the storm's, not the build's: from empty caches
+	// the example compiles its module's dependencies, minutes on a busy
+	// machine.
+	example := <-built
+	require.NotEmpty(t, example, "recorder/example did not build")
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	occs := stormWindow(t, "crashloop", recorderWindow)
 	for _, cs := range []kubernetes.Interface{a, b} {
 		require.NoError(t, stormsend.EnsureNamespaces(ctx, cs, occs))
 	}
-	example := <-built
-	require.NotEmpty(t, example, "recorder/example did not build")
 	requireSameStorm(t, example, occs)
 
 	const clean, outage = "k8sevents.io/e2e-recorder", "k8sevents.io/e2e-recorder-outage"
@@ -131,7 +134,7 @@ func TestRecorderStorm(t *testing.T) {
 		oursOutage.Stats.Failures, oursOutage.Stats.MaxQueue, oursOutage.StartGoroutine, oursOutage.PeakGoroutines, ours.StartGoroutine, ours.PeakGoroutines)
 }
 
-// TestRecorderFallback is the option of item 2 for operators who want no
+// TestRecorderFallback is the recorder's fallback, for operators who want no
 // Event lost while the collector is down: with nothing listening on the
 // OTLP port and a fallback to client-go's own tools/record recorder after
 // 1 s, the example's storm (the first 2 minutes of crashloop, at full

@@ -17,8 +17,8 @@ import (
 	"github.com/k8sevents/otel-k8sevents/internal/k8sevent"
 )
 
-// Tests of what a written Event says of its source: its type
-// (item 5) and its cluster (item 3).
+// Tests of what a written Event says of its source: its type and its
+// cluster.
 
 // eachAPI runs f in a subtest per API, with an exporter writing through it
 // and a suffix that makes object names unique per API.
