@@ -43,11 +43,12 @@ test-race:
 	$(GO) test -race -vet=off -ldflags=-w -p 2 -parallel 3 -count=1 -timeout 30m -skip '^($(REPLAY_TESTS))$$' $(RACE_PKGS)
 
 ## test-pure: the pure decision code (the engine, the record codec) and the storm generators, which start no
-## goroutine in their code or their tests (internal/harness TestPurePackagesStartNoGoroutine): the race detector has nothing to find there and
-## would only make their random-stream, client-go differential and scenario tests several times slower.
-## The processor's storm replays (REPLAY_TESTS) run here too: they feed whole recorded storms, one batch at a
-## time, through the same harness and code paths as the processor's other tests, which run under the race detector;
-## under it they took five times as long. A renamed one runs under the race detector (its name no longer skipped).
+## goroutine in their code or their tests (internal/harness TestPurePackagesStartNoGoroutine): the race detector
+## has nothing to find there and would only make their random-stream, client-go differential and scenario tests
+## several times slower.
+## The processor's storm replays (REPLAY_TESTS) run here too: they feed whole recorded storms, one batch at a time,
+## through the same harness and code paths as the processor's other tests, which run under the race detector and
+## would find there what it could find here. A renamed replay runs under the race detector (no longer skipped).
 PURE_PKGS := processor/eventseriesprocessor/internal/engine internal/k8sevent internal/harness/storm
 REPLAY_TESTS := TestSpamFilterReport|TestWriteCountReport|TestStreamsGolden|TestLegacyWritesBeyondClientGoAreLastCounts
 test-pure:

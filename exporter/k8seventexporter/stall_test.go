@@ -17,9 +17,9 @@ import (
 // their series at 2 (200 requests). Without a queue (each push answered
 // once written) and with a persistent one (its batcher merges what arrives
 // within its flush timeout, so each request waits for the flush: 10 ms
-// here, not the default 200 ms, which would only make the test 40 s longer),
-// every record is written, each once, and every object ends with its exact
-// count.
+// here, as a stall does not depend on it and 200 sequential waits of the
+// default 200 ms only slow the test), every record is written, each once,
+// and every object ends with its exact count.
 func TestSequentialRequestsNeverStall(t *testing.T) {
 	t.Parallel()
 	for _, queued := range []bool{false, true} {

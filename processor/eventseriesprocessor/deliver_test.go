@@ -136,13 +136,7 @@ func refuseThenRestart(t *testing.T, script []plog.Logs, from, refuseFor int, ta
 func occurrencesCounted(t *testing.T, runs ...*run) int64 {
 	var n int64
 	for _, r := range runs {
-		m, err := r.tel.GetMetric("otelcol_processor_eventseries_occurrences")
-		if err != nil {
-			continue // nothing counted
-		}
-		for _, dp := range m.Data.(metricdata.Sum[int64]).DataPoints {
-			n += dp.Value
-		}
+		n += counterSum(r.tel, "otelcol_processor_eventseries_occurrences")
 	}
 	return n
 }

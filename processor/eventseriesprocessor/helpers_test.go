@@ -10,6 +10,7 @@ import (
 	"go.opentelemetry.io/collector/consumer/consumertest"
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/plog"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
 	"github.com/k8sevents/otel-k8sevents/internal/k8sevent"
 	"github.com/k8sevents/otel-k8sevents/processor/eventseriesprocessor/internal/metadata"
@@ -17,6 +18,20 @@ import (
 )
 
 var t0 = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+
+// counterSum is the sum of a counter's points in tel, 0 while nothing was
+// counted (the metric is not recorded yet).
+func counterSum(tel *componenttest.Telemetry, name string) int64 {
+	m, err := tel.GetMetric(name)
+	if err != nil {
+		return 0
+	}
+	var n int64
+	for _, dp := range m.Data.(metricdata.Sum[int64]).DataPoints {
+		n += dp.Value
+	}
+	return n
+}
 
 // harness runs one processor built by the factory into a sink.
 type harness struct {

@@ -173,8 +173,7 @@ func TestStateIsSavedWhileRunning(t *testing.T) {
 	// A save is counted once storage has it (state_saves): the wait ends
 	// on what an operator reads, not on the processor's internals.
 	require.Eventually(t, func() bool {
-		m, err := first.tel.GetMetric("otelcol_processor_eventseries_state_saves")
-		return err == nil && m.Data.(metricdata.Sum[int64]).DataPoints[0].Value > 0
+		return counterSum(first.tel, "otelcol_processor_eventseries_state_saves") > 0
 	}, 10*time.Second, 10*time.Millisecond, "saved within a few intervals")
 	crash(t, first.p)
 	stop()
