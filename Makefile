@@ -25,9 +25,15 @@ test: test-deps
 	$(MAKE) --no-print-directory -j4 test-e2e test-race test-pure test-modules
 
 ## test-e2e: the end-to-end package, the longest one, in a job of its own so that it starts first, three of its tests
-## at a time (flags as in test-race): make test is CPU-bound, so more at once only slows the other packages down.
+## at a time: make test is CPU-bound, so more at once only slows the other packages down.
+## Without the race detector: what e2e tests runs in the collector binary (ocb's build, which no -race flag
+## reaches) and in API servers; -race would instrument only the test's own clients, storms and count readers, at
+## several times their CPU. The harness packages they use have race-tested tests of their own (test-race).
+## CGO_ENABLED=0 -trimpath: the flags of ocb's build and of tools/kube, so that from empty caches the
+## dependencies the three share compile once.
+NORACE := CGO_ENABLED=0 $(GO) test -trimpath -vet=off -ldflags=-w
 test-e2e:
-	$(GO) test -race -vet=off -ldflags=-w -parallel 3 -count=1 -timeout 30m ./e2e
+	$(NORACE) -parallel 3 -count=1 -timeout 30m ./e2e
 
 ## test-race: every other package that starts goroutines, under the race detector. -vet=off: lint, which runs
 ## first, vets the same packages with every analyzer and the same -race build; -ldflags=-w: test binaries without
@@ -52,8 +58,8 @@ test-race:
 PURE_PKGS := processor/eventseriesprocessor/internal/engine internal/k8sevent internal/harness/storm
 REPLAY_TESTS := TestSpamFilterReport|TestWriteCountReport|TestStreamsGolden|TestLegacyWritesBeyondClientGoAreLastCounts
 test-pure:
-	$(GO) test -vet=off -count=1 -timeout 30m $(addprefix ./,$(PURE_PKGS))
-	$(GO) test -vet=off -count=1 -timeout 30m -run '^($(REPLAY_TESTS))$$' ./processor/eventseriesprocessor
+	$(NORACE) -count=1 -timeout 30m $(addprefix ./,$(PURE_PKGS))
+	$(NORACE) -count=1 -timeout 30m -run '^($(REPLAY_TESTS))$$' ./processor/eventseriesprocessor
 
 test-modules:
 	cd recorder && $(GO) test -race -vet=off -ldflags=-w -count=1 -timeout 10m .  # ./example has no tests: vet and e2e/recorder_test.go build it
