@@ -93,6 +93,33 @@ func etcdHealthy(ctx context.Context, client *http.Client, url string) (bool, er
 	return true, nil
 }
 
+// servedGroupVersions are the API groups the local API server serves: what
+// the project's components, tests and Helm chart use, and what kube-apiserver
+// itself needs to become ready (the aggregator, CRDs, priority and fairness,
+// and the informers of its default admission plugins). Every other group is
+// off: each served group costs every start its storage, watch caches and
+// OpenAPI spec, and the tests start many servers.
+var servedGroupVersions = []string{
+	"api/all=false",
+	"api/v1=true",
+	"apps/v1=true",
+	"authentication.k8s.io/v1=true",
+	"authorization.k8s.io/v1=true",
+	"coordination.k8s.io/v1=true",
+	"events.k8s.io/v1=true",
+	"policy/v1=true",
+	"rbac.authorization.k8s.io/v1=true",
+	"admissionregistration.k8s.io/v1=true",
+	"networking.k8s.io/v1=true",
+	"apiregistration.k8s.io/v1=true",
+	"apiextensions.k8s.io/v1=true",
+	"flowcontrol.apiserver.k8s.io/v1=true",
+	"discovery.k8s.io/v1=true",
+	"node.k8s.io/v1=true",
+	"scheduling.k8s.io/v1=true",
+	"storage.k8s.io/v1=true",
+}
+
 // prepareAPIServer writes the key, token and admission files and fixes the
 // command line used by every start of kube-apiserver.
 func (c *Cluster) prepareAPIServer(opts *Options) error {
@@ -156,6 +183,7 @@ func (c *Cluster) prepareAPIServer(opts *Options) error {
 		"--authorization-mode=RBAC",
 		"--service-cluster-ip-range=10.0.0.0/24",
 		"--profiling=false",
+		"--runtime-config=" + strings.Join(servedGroupVersions, ","),
 	}
 	if rl := opts.EventRateLimit; rl != nil {
 		file, err := writeEventRateLimitConfig(c.dir, rl.QPS, rl.Burst)
