@@ -315,9 +315,10 @@ func TestHandOverTier2Crash(t *testing.T) {
 // pod is scaled away only once it holds nothing (its series finished, its
 // queue written): the scale-down procedure of docs/scaling.md. The
 // ring moves about 1/N of the objects each time, most with their series
-// still open on the old owner (finish_after 30 s, longer than any gap of
-// the storm at 10x, so no series ends of itself and every second object
-// would be a ring change's). The new owner's processor starts a series of
+// still open on the old owner (finish_after 60 s, longer than any gap of
+// the storm at 10x and than the pause between two phases on a loaded
+// machine, so no series ends of itself and every second object would be a
+// ring change's). The new owner's processor starts a series of
 // its own; its exporter (adopt_open_series, as tier2-processor.yaml sets
 // it) writes it into the open object, each series counting in its own
 // slot. Exact counts on the API server and in the file sink, no series key
@@ -326,9 +327,9 @@ func TestHandOverTier2Crash(t *testing.T) {
 // the old behaviour, which fails the second-object assertion.
 func TestHandOverTier2Scale(t *testing.T) {
 	t.Parallel()
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	defer cancel()
-	rig := newTier2Rig(ctx, t, "tier2-scale", 0, "30s")
+	rig := newTier2Rig(ctx, t, "tier2-scale", 0, "60s")
 	if v := os.Getenv("ADOPT_OPEN_SERIES"); v != "" {
 		rig.env = append(rig.env, "ADOPT_OPEN_SERIES="+v)
 	}
@@ -354,7 +355,7 @@ func TestHandOverTier2Scale(t *testing.T) {
 	// open and its exporter has written all it emitted, it goes.
 	got := fourth.c.scrape(t).Sum("otelcol_processor_eventseries_occurrences")
 	adoptedByFourth := fourth.c.scrape(t).Sum("otelcol_exporter_k8sevents_writes", "outcome=adopted_series")
-	awaitIdle(t, fourth.c, 2*time.Minute)
+	awaitIdle(t, fourth.c, 3*time.Minute) // finish_after, then its last writes
 	require.NoError(t, fourth.c.Stop(time.Minute))
 	fourth.removed = true
 	rig.drain(t, 0)
