@@ -39,9 +39,9 @@ test-e2e:
 
 ## test-race: every other package that starts goroutines, under the race detector. -vet=off: lint, which runs
 ## first, vets the same packages with every analyzer and the same -race build; -ldflags=-w: test binaries without
-## DWARF link about a quarter faster. -p 3 -parallel 3: three packages, and three parallel tests of each, at a time:
-## most of them wait on API servers and faults, not on a core, and the exporter's package alone takes most of the
-## run, so that the others need two slots beside it. go test starts packages in the order given: the long ones
+## DWARF link about a quarter faster. -p 2 -parallel 3: two packages, and three parallel tests of each, at a time:
+## most of them wait on API servers and faults, not on a core; a third package at a time only slowed the
+## exporter's, the longest, which then became the tail. go test starts packages in the order given: the long ones
 ## (SLOW_PKGS) first, so that none of them starts last and becomes the tail.
 MODULE := github.com/k8sevents/otel-k8sevents
 SLOW_PKGS := exporter/k8seventexporter receiver/k8seventsreceiver cmd/k8sevents-demo extension/k8stokenauthextension \
@@ -49,7 +49,7 @@ SLOW_PKGS := exporter/k8seventexporter receiver/k8seventsreceiver cmd/k8sevents-
 RACE_PKGS = $(addprefix $(MODULE)/,$(SLOW_PKGS)) \
 	$(shell $(GO) list $(PKGS) | grep -vx $(foreach p,e2e $(SLOW_PKGS) $(PURE_PKGS),-e '$(MODULE)/$(p)'))
 test-race:
-	$(GO) test -race -vet=off -ldflags=-w -p 3 -parallel 3 -count=1 -timeout 30m -skip '^($(REPLAY_TESTS))$$' $(RACE_PKGS)
+	$(GO) test -race -vet=off -ldflags=-w -p 2 -parallel 3 -count=1 -timeout 30m -skip '^($(REPLAY_TESTS))$$' $(RACE_PKGS)
 
 ## test-pure: the pure decision code (the engine, the record codec) and the storm generators, which start no
 ## goroutine in their code or their tests (internal/harness TestPurePackagesStartNoGoroutine): the race detector
