@@ -22,6 +22,9 @@ type Pipeline struct {
 	// Writes are the creates and patches the API server accepted: every
 	// outcome but stale, unchanged and adopted, which send no write.
 	Writes float64
+	// Stale are records the exporter skipped because a later record of
+	// their object had been written first (pushes that ran at once).
+	Stale float64
 	// Done is every record the exporter finished with: written, skipped or
 	// refused for good.
 	Done              float64
@@ -42,6 +45,7 @@ func (m Metrics) Pipeline() Pipeline {
 		Finished:          m.Sum(processorMetric + "series_finished"),
 		Open:              m.Sum(processorMetric + "open_entries"),
 		Writes:            m.Sum(writes),
+		Stale:             m.Sum(writes, "outcome=stale"),
 		PermanentFailures: m.Sum(exporterMetric + "permanent_failures"),
 		RetryableFailures: m.Sum(exporterMetric + "retryable_failures"),
 	}

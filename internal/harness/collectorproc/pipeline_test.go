@@ -34,6 +34,6 @@ otelcol_exporter_k8sevents_retryable_failures{reason="throttled"} 4
 	require.NoError(t, err)
 	assert.Equal(t, Pipeline{
 		Received: 100, Occurrences: 100, RecordsOut: 10, Compressed: 90, Suppressed: 2, Finished: 1, Open: 9,
-		Writes: 10, Done: 19, PermanentFailures: 1, RetryableFailures: 4,
+		Writes: 10, Stale: 1, Done: 19, PermanentFailures: 1, RetryableFailures: 4,
 	}, m.Pipeline())
 }
