@@ -13,7 +13,7 @@ build:
 	$(GO) build $(PKGS)
 
 ## test: everything CI runs, from nothing: modules, kube-apiserver and etcd, the collector distribution, lint, then
-## four jobs side by side: the end-to-end tests, the other race tests, the pure packages' tests and the other Go
+## four jobs side by side: the end-to-end tests, the race tests, the pure packages' tests and the other Go
 ## modules' tests.
 ## The API server and etcd build beside the distribution and lint (make -j2: their links and ocb's module
 ## downloads leave a core idle); the tests start once all of it is there.
