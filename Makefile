@@ -40,9 +40,9 @@ test-e2e:
 ## test-race: every other package that starts goroutines, under the race detector. -vet=off: lint, which runs
 ## first, vets the same packages with every analyzer and the same -race build; -ldflags=-w: test binaries without
 ## DWARF link about a quarter faster. -p 2 -parallel 3: two packages, and three parallel tests of each, at a time:
-## most of them wait on API servers and faults, not on a core; a third package at a time only slowed the
-## exporter's, the longest, which then became the tail. go test starts packages in the order given: the long ones
-## (SLOW_PKGS) first, so that none of them starts last and becomes the tail.
+## most of them wait on API servers and faults, not on a core, and beside e2e the machine has no core to spare for a
+## third package. go test starts packages in the order given: the long ones (SLOW_PKGS) first, so that none of them
+## starts last and becomes the tail.
 MODULE := github.com/k8sevents/otel-k8sevents
 SLOW_PKGS := exporter/k8seventexporter receiver/k8seventsreceiver cmd/k8sevents-demo extension/k8stokenauthextension \
 	internal/harness/kubetest receiver/k8seventsotlpreceiver processor/eventseriesprocessor

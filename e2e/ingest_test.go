@@ -102,8 +102,9 @@ service:
 		occ, out, done := p.Occurrences, p.RecordsOut, p.Done
 		return occ == float64(len(occs)) && done == out, fmt.Sprintf("occurrences %v of %d, records out %v, exporter done %v", occ, len(occs), out, done)
 	})
-	require.Zero(t, m.Pipeline().PermanentFailures)
-	writesBeforeStop, outBeforeStop := m.Pipeline().Writes, m.Pipeline().RecordsOut
+	atStop := m.Pipeline()
+	require.Zero(t, atStop.PermanentFailures)
+	writesBeforeStop, outBeforeStop, stale := atStop.Writes, atStop.RecordsOut, atStop.Stale
 	require.NoError(t, c.Stop(time.Minute))
 	writes := settledEventRequests(t, cs) - before
 
@@ -121,7 +122,6 @@ service:
 	// order (docs/design.md, per-object order). The shutdown flush comes
 	// after every other record is done, so none of it is stale. A record
 	// repeating the count made no write.
-	stale := m.Pipeline().Stale
 	assert.Equal(t, changingRecords(golden), writes+int(stale), "API writes + stale records = golden records that change a count")
 
 	series, legacy := recordermodel.Series(occs), recordermodel.Legacy(occs)

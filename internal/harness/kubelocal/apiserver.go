@@ -101,6 +101,7 @@ func etcdHealthy(ctx context.Context, client *http.Client, url string) (bool, er
 // OpenAPI spec, and the tests start many servers.
 var servedGroupVersions = []string{
 	"api/all=false",
+	// Used by the components, the tests and the Helm chart.
 	"api/v1=true",
 	"apps/v1=true",
 	"authentication.k8s.io/v1=true",
@@ -111,6 +112,7 @@ var servedGroupVersions = []string{
 	"rbac.authorization.k8s.io/v1=true",
 	"admissionregistration.k8s.io/v1=true",
 	"networking.k8s.io/v1=true",
+	// Needed by kube-apiserver itself to become ready.
 	"apiregistration.k8s.io/v1=true",
 	"apiextensions.k8s.io/v1=true",
 	"flowcontrol.apiserver.k8s.io/v1=true",
