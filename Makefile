@@ -15,8 +15,8 @@ build:
 ## test: everything CI runs, from nothing: modules, kube-apiserver and etcd, the collector distribution, lint, then
 ## four jobs side by side: the end-to-end tests, the race tests, the pure packages' tests and the other Go
 ## modules' tests.
-## The API server and etcd build beside the distribution and lint (make -j2: their links and ocb's module
-## downloads leave a core idle); the tests start once all of it is there.
+## The API server and etcd build beside lint, the distribution after them (test-deps); the tests start once all
+## of it is there.
 ## The other Go modules: recorder, tools/image and tools/helm have tests, run in test-modules; tools/mdatagen and
 ## tools/kube only pin tools (no package, no test): lint's go generate builds and runs mdatagen through
 ## tools/mdatagen/go.mod, apiserver builds kube-apiserver and etcd through tools/kube
@@ -69,13 +69,19 @@ test-modules:
 	cd tools/image && GOWORK=off $(GO) test -race -count=1 -timeout 5m .  # make image's builder; e2e/image_test.go checks its image
 	cd tools/helm && GOWORK=off $(GO) test -race -count=1 -timeout 10m .  # the Helm chart: deploy/ is its output; installed on a real API server
 
-# test-deps: what make test needs before its tests, two jobs at a time; lint after the image, so that
-# ocb's build is not slowed down by vet's.
-.PHONY: test-deps image-then-lint node-example
+# test-deps: what make test needs before its tests, two jobs at a time. The API server and the distribution
+# share most of their packages (tools/kube requires the distribution's versions, docs/versions.md), so the
+# distribution compiles after the API server and finds them built; its sources and modules are fetched while
+# the API server compiles, and lint runs beside both.
+.PHONY: test-deps otelcol-sources image-after-apiserver lint-after-sources node-example
 test-deps:
-	$(MAKE) --no-print-directory -j2 apiserver image-then-lint node-example
-image-then-lint: image
+	$(MAKE) --no-print-directory -j2 image-after-apiserver lint-after-sources node-example
+image-after-apiserver: apiserver otelcol-sources
+	$(MAKE) --no-print-directory image
+lint-after-sources: otelcol-sources
 	$(MAKE) --no-print-directory lint
+otelcol-sources: $(BIN)/builder
+	$(BIN)/builder --config builder-config.yaml --skip-compilation
 
 ## node-example: examples/node's npm packages, as its package-lock.json pins them (npm ci, seconds from npm's cache),
 ## for e2e/nodeapp_test.go. Without npm it says so and goes on: that test then skips, or fails under CI=true.

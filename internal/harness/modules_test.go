@@ -84,3 +84,45 @@ func readFile(t *testing.T, name string) string {
 	}
 	return string(b)
 }
+
+// TestToolModulesRequireTheMainModulesVersions: tools/kube (the API server
+// and etcd the tests run) and tools/helm (the chart's renderer and tests)
+// require every module they share with this module at this module's
+// version, which is the distribution's (docs/versions.md). One package at
+// another version gives every package above it another build key, and a
+// cold make test then compiles client-go, grpc and the rest once more:
+// tools/kube's build shares its packages with the distribution's, and
+// tools/helm's race-built tests with this module's.
+func TestToolModulesRequireTheMainModulesVersions(t *testing.T) {
+	root := repoRoot(t)
+	main := requiredVersions(readFile(t, root+"/go.mod"))
+	for _, dir := range []string{"tools/kube", "tools/helm"} {
+		shared := 0
+		for mod, v := range requiredVersions(readFile(t, root+"/"+dir+"/go.mod")) {
+			if mv, ok := main[mod]; ok {
+				shared++
+				if mv != v {
+					t.Errorf("%s: %s requires %s, go.mod %s", mod, dir, v, mv)
+				}
+			}
+		}
+		if shared < 50 {
+			t.Errorf("%s: only %d modules in both go.mod files: the check would pass vacuously", dir, shared)
+		}
+	}
+}
+
+// requiredVersions reads a go.mod's requirements, a replacement by another
+// version of the same module taking the required one's place.
+func requiredVersions(gomod string) map[string]string {
+	out := map[string]string{}
+	for _, m := range regexp.MustCompile(`(?m)^\s*(?:require\s+)?(\S+) (v\S+)(?: // indirect)?$`).FindAllStringSubmatch(gomod, -1) {
+		out[m[1]] = m[2]
+	}
+	for _, m := range regexp.MustCompile(`(?m)^\s*(?:replace\s+)?(\S+) => (\S+) (v\S+)$`).FindAllStringSubmatch(gomod, -1) {
+		if m[1] == m[2] {
+			out[m[1]] = m[3]
+		}
+	}
+	return out
+}

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"log/slog"
 	"os"
@@ -59,7 +58,7 @@ func render(ch *chart.Chart, vals map[string]any, ns string) (map[string]string,
 	if err != nil {
 		return nil, fmt.Errorf("values: %w", err)
 	}
-	out, err := engine.Engine{Strict: true}.RenderWithContext(context.Background(), ch, top)
+	out, err := engine.Engine{Strict: true}.Render(ch, top)
 	if err != nil {
 		return nil, fmt.Errorf("render chart: %w", err)
 	}
