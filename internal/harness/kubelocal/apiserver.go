@@ -46,7 +46,7 @@ func (c *Cluster) startEtcd(ctx context.Context) error {
 		"--log-level=warn",
 	}
 	logPath := filepath.Join(c.dir, etcdLog)
-	p, err := childproc.Start(c.etcdBin, args, nil, logPath)
+	p, err := childproc.Start(c.etcdBin, args, childEnv, logPath)
 	if err != nil {
 		return err
 	}

@@ -47,6 +47,13 @@ const (
 	pollInterval        = 100 * time.Millisecond
 )
 
+// childEnv is etcd's and kube-apiserver's environment beyond the test's:
+// GOGC=400 trades their memory for CPU. Starting is allocation-heavy (every
+// served type's storage and OpenAPI schema): so a start takes about a third
+// less CPU than with the default of 100, and make test starts about a
+// hundred servers on a machine whose cores are its limit.
+var childEnv = []string{"GOGC=400"}
+
 // User is an extra entry of the API server's static token file. The user has
 // no RBAC role unless the caller grants one (or lists "system:masters").
 type User struct {
@@ -289,7 +296,7 @@ func (c *Cluster) startAPIServer(ctx context.Context) error {
 		c.mu.Unlock()
 		return errors.New("kube-apiserver is already running")
 	}
-	p, err := childproc.Start(c.apiserverBin, c.apiserverArgs, nil, filepath.Join(c.dir, apiserverLog))
+	p, err := childproc.Start(c.apiserverBin, c.apiserverArgs, childEnv, filepath.Join(c.dir, apiserverLog))
 	if err == nil {
 		c.apiserver = p
 	}
