@@ -24,9 +24,9 @@ build:
 test: test-deps
 	$(MAKE) --no-print-directory -j4 test-e2e test-race test-pure test-modules
 
-## test-e2e: the end-to-end package, the longest one, in a job of its own so that it starts first, five of its tests
-## at a time: most of them wait on outages, storms paced in time and liveness bounds, and go test starts parallel
-## tests in no fixed order, so that with fewer slots a long test that happens to start last becomes the tail.
+## test-e2e: the end-to-end package, the longest one, in a job of its own so that it starts first. The package runs
+## five of its tests at a time, the longest first (e2e/slots_test.go); -parallel lets all of them ask for a slot at
+## once, which that order needs.
 ## Without the race detector: what e2e tests runs in the collector binary (ocb's build, which no -race flag
 ## reaches) and in API servers; -race would instrument only the test's own clients, storms and count readers, at
 ## several times their CPU. The harness packages they use have race-tested tests of their own (test-race).
@@ -35,7 +35,7 @@ test: test-deps
 ## otelcol-k8sevents/ after make otelcol).
 NORACE := CGO_ENABLED=0 $(GO) test -trimpath -vet=off -ldflags=-w
 test-e2e:
-	$(NORACE) -parallel 5 -count=1 -timeout 30m ./e2e
+	$(NORACE) -parallel 64 -count=1 -timeout 30m ./e2e
 
 ## test-race: every other package that starts goroutines, under the race detector. -vet=off: lint, which runs
 ## first, vets the same packages with every analyzer and the same -race build; -ldflags=-w: test binaries without

@@ -31,7 +31,7 @@ const (
 // real ServiceAccounts and TokenRequest tokens, its caches' TTLs shortened
 // to seconds (shortTTLs).
 func TestAuthIngestion(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	binary(t)
 	r := newAuthRig(t, "a", "b")
 	app := r.serviceAccount(t, "a", "app", "a")
@@ -214,7 +214,7 @@ func (tr *tiers) forEachSinkRecord(t *testing.T, f func(res, rec pcommon.Map)) {
 // writes what it was given with exact counts, each record stamped with its
 // client and tier 1's cluster; tier 2 takes no connection but tier 1's.
 func TestAuthTiers(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	binary(t)
 	r := newAuthRig(t, "a", "b")
 	app := r.serviceAccount(t, "a", "app", "a")

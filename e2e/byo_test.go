@@ -23,7 +23,7 @@ import (
 // missing one. What each ready configuration needs beyond that user's set is
 // in docs/distribution.md ("Bring your own distribution").
 func TestBringYourOwnDistribution(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	ocb := filepath.Join(filepath.Dir(binary(t)), "builder")
 	if _, err := os.Stat(ocb); err != nil {
 		if os.Getenv("CI") == "true" {

@@ -14,7 +14,7 @@ import (
 // configuration: each must name only compiled-in components with settings
 // their Validate accepts, with the ${env:...} defaults as written.
 func TestReadyConfigsValidate(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	bin := binary(t)
 	files, err := filepath.Glob("../testdata/config/*.yaml")
 	require.NoError(t, err)

@@ -183,7 +183,7 @@ func labelValues(series []map[string]string, label string) string {
 // against an endpoint is reported, naming what is served instead; a query
 // that reads what is served passes.
 func TestDashboardCheckFindsWhatIsNotServed(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	var e exposition
 	require.NoError(t, e.add([]byte(`# TYPE otelcol_exporter_k8sevent_writes counter
 otelcol_exporter_k8sevent_writes{outcome="created"} 3
@@ -229,7 +229,7 @@ k8s_event_occurrences_total{k8s_event_reason="BackOff",k8s_namespace_name="shop"
 // variable stands for any value) and by (...) labels, and refuses by name
 // what is outside the subset the check understands.
 func TestDashboardQueryParser(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	vars := []string{"datasource", "namespace"}
 	q, err := parsePromQL(`histogram_quantile(0.99, sum by (le) (rate(x_bucket{a="b", c=~"${namespace}"}[$__rate_interval]))) / -2`+
 		` + sum(y) by (k) or vector(0)`, vars)

@@ -121,7 +121,7 @@ func (d dashboard) queries() []dashQuery {
 // panel has a title, a description and a place of its own on the grid, and
 // docs/dashboard.md names every panel and every metric.
 func TestDashboardIsPortable(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	d, raw := loadDashboard(t)
 	var tree any
 	require.NoError(t, json.Unmarshal(raw, &tree))
@@ -217,7 +217,7 @@ func dataSources(node any) []any {
 // collector's telemetry endpoint and the prometheus exporter serve: each
 // metric there, with the labels its matchers, by (...) and legend use.
 func TestDashboardQueriesReadTheCollectorsMetrics(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	binary(t)
 	d, _ := loadDashboard(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)

@@ -37,7 +37,7 @@ const (
 // while another ServiceAccount with the same RBAC is unaffected. Before the
 // policy, the same refused write goes through: RBAC alone cannot tell.
 func TestDeployAdmissionPolicyVAP(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	srv := kubetest.Start(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()

@@ -44,7 +44,7 @@ const (
 // pass the admission policy, and the mirror does not read its own output
 // back.
 func TestDeployManifests(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	binary(t) // skips before starting an API server when the collector is not built
 	srv := kubetest.Start(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)

@@ -86,7 +86,7 @@ service:
 // storage counts again what the receiver emits again.
 func TestExactSigkillLosesAndRepeatsNothing(t *testing.T) {
 	binary(t)
-	t.Parallel()
+	parallel(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	defer cancel()
 	rig := newSigkillRig(ctx, t)

@@ -35,7 +35,7 @@ const occurrencesMetric = "k8s_event_occurrences_total"
 // the test took, so it holds at any pace of the storm: the test runs in
 // parallel with the others.
 func TestExactMetrics(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	binary(t) // skips before starting an API server when the collector is not built
 	start := time.Now()
 	srv := kubetest.Start(t)
@@ -180,7 +180,7 @@ func seriesRecordsBound(occs []storm.Occurrence, span, finishAfter, heartbeat ti
 // TestSeriesRecordsBound: per key min(occurrences, 3 per possible series),
 // plus the heartbeats of a key with a second occurrence.
 func TestSeriesRecordsBound(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	pod := storm.Ref{Kind: "Pod", Namespace: "ns", Name: "p"}
 	var occs []storm.Occurrence
 	for range 20 {

@@ -35,7 +35,7 @@ const faultSpeed = 8
 // shutdown flush (with the default 6m every open series would get one more
 // record after the outage, which repairs a write lost in it).
 func TestFaultDestinationDownMidStorm(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	occs := faultStorm(t, 10*time.Minute, 3*time.Minute, 12*time.Second)
@@ -80,7 +80,7 @@ func TestFaultDestinationDownMidStorm(t *testing.T) {
 // down (without a queue the exporter answers the processor only once B
 // took them, and the processor's timers wait for that answer).
 func TestFaultDestinationDownAsStormEnds(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	occs := faultStorm(t, 4*time.Minute, 2*time.Minute, 8*time.Second)
@@ -122,7 +122,7 @@ func TestFaultDestinationDownAsStormEnds(t *testing.T) {
 // finish_after 5s makes the finished patches meet the limit too, before
 // the shutdown.
 func TestFaultThrottledByEventRateLimit(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	occs := faultStorm(t, 4*time.Minute, 2*time.Minute, 8*time.Second)
@@ -162,7 +162,7 @@ func TestFaultThrottledByEventRateLimit(t *testing.T) {
 // test, exact totals per pair and no count ever seen going down; it holds
 // however late the kill or a save comes, so the test runs in parallel.
 func TestFaultCollectorKilledWithRetriesPending(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	occs := faultStorm(t, 10*time.Minute, 3*time.Minute, 12*time.Second)

@@ -35,7 +35,7 @@ const startingWrites = 4
 // tests holds, the 403s were retried (retryable_failures{reason=forbidden})
 // and nothing was dropped for good (logPipeline).
 func TestExactDestinationStartingAnswers403(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	occs := faultStorm(t, 4*time.Minute, 2*time.Minute, 8*time.Second)

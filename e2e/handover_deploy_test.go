@@ -31,7 +31,7 @@ import (
 // its components do and nothing more (SubjectAccessReview), and the rest of
 // the deployment's security (checkDeploySecurity).
 func TestHandOverDeployManifestsStrict(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	srv := kubetest.Start(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()

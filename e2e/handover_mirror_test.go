@@ -140,7 +140,7 @@ func assertSink(t *testing.T, sink sinkResult, r mirrorResult, bound int64) {
 // predecessor did not release. Nothing lost, nothing twice, one object per
 // series, nothing re-emitted to the sink.
 func TestHandOverMirrorRollout(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	h := newHandoverMirror(ctx, t, "rollout")
@@ -202,7 +202,7 @@ func TestHandOverMirrorCrash(t *testing.T) {
 // reaches B meanwhile. No other pod can lead in this design (one replica),
 // so nothing is emitted twice.
 func TestHandOverMirrorLeaseLost(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	h := newHandoverMirror(ctx, t, "leaselost")

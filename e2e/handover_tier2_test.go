@@ -267,7 +267,7 @@ func tier2Restart(t *testing.T, name string, crash bool) (rig *tier2Rig, r tier2
 // default 6m: no series ends during the test), each object written by one
 // pod, nothing emitted twice to the sink.
 func TestHandOverTier2Rollout(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	rig, r, _ := tier2Restart(t, "tier2-rollout", false)
 	rig.assertExact(t, r)
 	assert.Empty(t, r.overlapping, "objects of one series claiming the same occurrences")
@@ -326,7 +326,7 @@ func TestHandOverTier2Crash(t *testing.T) {
 // record emitted twice. ADOPT_OPEN_SERIES=false in the environment runs
 // the old behaviour, which fails the second-object assertion.
 func TestHandOverTier2Scale(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	defer cancel()
 	rig := newTier2Rig(ctx, t, "tier2-scale", 0, "60s")

@@ -9,7 +9,7 @@ import (
 )
 
 func TestHarnessConfigLayout(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	dir := t.TempDir()
 	c := startCollector(t, dir, `
 receivers:

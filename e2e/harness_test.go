@@ -1,9 +1,10 @@
 // Package e2e runs the collector distribution (bin/otelcol-k8sevents, built by
 // make otelcol) against real kube-apiservers on loopback.
 //
-// Most tests call t.Parallel: each starts its own API servers, collectors,
-// ports and directories, and spends most of its time waiting on a paced
-// storm or a fault (the package used about 0.35 of a core run one by one).
+// Most tests call parallel (slots_test.go): each starts its own API
+// servers, collectors, ports and directories, and spends most of its time
+// waiting on a paced storm or a fault (the package used about 0.35 of a
+// core run one by one).
 // The tests whose bound is what the storm sent within a window of wall time
 // before a SIGKILL (crashWindow: records a sink gets again, which the
 // processor's 5 s save must bound on time) stay serial, so they run alone,

@@ -32,7 +32,7 @@ import (
 // describe shows as "From"), and tier 1's cluster; the records tier 2
 // processed carry the app as their client.
 func TestHostileClaimsThroughTiers(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	binary(t)
 	r := newAuthRig(t, "a")
 	app := r.serviceAccount(t, "a", "app", "a")
@@ -224,7 +224,7 @@ func (l *addedLog) countBetween(from, to time.Time, keep func(ns string) bool) i
 // within at most a second of writes at the exporter's rate, not behind
 // the flood (BenchmarkAuthFairness measures the delay).
 func TestHostileClientFlood(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	binary(t)
 	const floodFor = 12 * time.Second
 	rep := floodRun(t, 1, floodFor)

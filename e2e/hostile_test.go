@@ -39,7 +39,7 @@ import (
 // Without the cap (the receivers' defaults: gRPC 4 MiB, HTTP 20 MiB) it
 // is taken, and the test fails.
 func TestHostileNestedPayload(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	binary(t)
 	srv := kubetest.Start(t)
 	grpcAddr, httpAddr := loopback(t), loopback(t)

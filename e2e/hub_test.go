@@ -31,7 +31,7 @@ import (
 // exporter's persistent queue could not write before the process ended
 // (20 writes/s) the next start writes, which the test waits for.
 func TestHub(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	binary(t) // skips before starting API servers when the collector is not built
 	start := time.Now()
 	srcs := map[string]*kubetest.Server{"east": kubetest.Start(t), "west": kubetest.Start(t)}

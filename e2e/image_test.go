@@ -65,7 +65,7 @@ type ociConfig struct {
 // of the layer is static and validates every ready configuration shipped
 // next to it in the image.
 func TestImage(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	root, err := childproc.ModuleRoot()
 	require.NoError(t, err)
 	tarPath := filepath.Join(root, imageTar)

@@ -41,7 +41,7 @@ var ingestStreams = []string{"crashloop", "cronjob", "replicaset"}
 // golden output, and the API server saw no more event writes than
 // client-go's series recorder would make for the stream.
 func TestIngestStreams(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	binary(t)
 	srv := kubetest.Start(t)
 	kubeconfig := srv.Kubeconfig(t)

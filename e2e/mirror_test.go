@@ -228,7 +228,7 @@ func assertExact(t *testing.T, r mirrorResult) {
 // waiting for B to stop changing would leave them at count 2. The markers
 // say when everything written to A went through before the SIGTERM.
 func TestMirror(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	binary(t) // skips before starting API servers when the collector is not built
 	start := time.Now()
 	srvA, srvB := kubetest.Start(t), kubetest.Start(t)

@@ -49,7 +49,7 @@ const (
 // after the rotation under the new token; the Events written are the same
 // field by field, but for what is the moment or the server's own.
 func TestNodeAppWritesTheGoRecordersEvents(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	binary(t)
 	node, dir := nodeExample(t)
 	built := make(chan string, 1)
@@ -219,7 +219,7 @@ type nodeCounts struct {
 // every record failed and none was sent (the limit examples/node's README
 // states: delivery is the SDK's, with no buffer beyond its retries).
 func TestNodeAppCountsWhatItCouldNotSend(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	node, dir := nodeExample(t)
 	occs := stormWindow(t, "crashloop", time.Minute)
 	ctx, cancel := context.WithTimeout(context.Background(), appRunsMax)

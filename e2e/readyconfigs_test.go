@@ -129,7 +129,7 @@ func awaitPairs(t *testing.T, want map[eventPair]int64, files ...string) sinkRes
 // chosen in DROP_REASONS never reach the output; every other Warning does,
 // with its exact count.
 func TestWarningsOnly(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	ctx, srv := readyServer(t)
 	out := filepath.Join(t.TempDir(), "warnings.jsonl")
 	run := startReady(ctx, t, srv, "warnings-only.yaml", out, "OUTPUT_FILE="+out, "DROP_REASONS=BackOff|FailedMount")
@@ -164,7 +164,7 @@ func TestWarningsOnly(t *testing.T) {
 // to exactly one of the two backends, by its namespace, with its exact
 // count; cluster-scoped objects go to the other backend.
 func TestRoutingByNamespace(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	ctx, srv := readyServer(t)
 	tmp := t.TempDir()
 	team, other := filepath.Join(tmp, "team.jsonl"), filepath.Join(tmp, "other.jsonl")
@@ -205,7 +205,7 @@ func TestRoutingByNamespace(t *testing.T) {
 // the eventseries processor writes. Records about a Pod that does not
 // exist, or one outside ENRICH_NAMESPACE, carry none.
 func TestK8sAttributesEnrichesRegardingPod(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	ctx, srv := readyServer(t)
 	cs := srv.Clientset()
 	web := createPod(ctx, t, cs, "shop", "web-0", map[string]string{"app": "web", "tier": "front"})

@@ -59,7 +59,7 @@ type exampleSummary struct {
 // recorder retried. client-go's results and every run's API writes are
 // logged for the table in recorder/README.md.
 func TestRecorderStorm(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	binary(t)
 	built := make(chan string, 1)
 	go func() { built <- buildExample(t) }()
@@ -143,7 +143,7 @@ func TestRecorderStorm(t *testing.T) {
 // client's rate limiter); every (object, reason) pair is
 // there, and the recorder counts every event as handed over.
 func TestRecorderFallback(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	example := buildExample(t)
 	require.NotEmpty(t, example, "recorder/example did not build")
 	srv := kubetest.Start(t)

@@ -132,7 +132,7 @@ func runRestart(t *testing.T, srvA, srvB *kubetest.Server, run restartRun) (mirr
 // empty after a restart cannot know the series was open); an occurrence it
 // counts again shows in the exact totals.
 func TestRestart(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	binary(t)
 	start := time.Now()
 	srvA, srvB := kubetest.Start(t), kubetest.Start(t)

@@ -35,7 +35,7 @@ import (
 // Events deleted in between (the runs write the same names).
 func TestScaleOut(t *testing.T) {
 	binary(t)
-	t.Parallel()
+	parallel(t)
 	occs, err := storm.Scenario("mixed")
 	require.NoError(t, err)
 	tier1, tier2 := readyConfig(t, "tier1-loadbalancer.yaml"), readyConfig(t, "tier2-processor.yaml")
