@@ -60,10 +60,9 @@ func TestHub(t *testing.T) {
 		"HUB_KUBECONFIG=" + hub.Kubeconfig(t), "STORAGE_DIR=" + dir, "POD_IP=127.0.0.1",
 	}
 	c := startCollectorEnv(t, dir, string(cfg), env)
-	// The receivers watch from their start: a marker mirrored from each
-	// source says its watch is up.
+	// A marker mirrored from each source says its watch is up.
 	for name, srv := range srcs {
-		awaitMirrored(ctx, t, srv.Clientset(), hub.Clientset(), nss, "start-"+name, time.Minute)
+		awaitWatchStarted(ctx, t, srv.Clientset(), hub.Clientset(), nss, "start-"+name, time.Minute)
 	}
 
 	var wg sync.WaitGroup

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/k8sevents/otel-k8sevents/internal/harness/kubetest"
@@ -119,6 +120,63 @@ func awaitMirrored(ctx context.Context, t *testing.T, a, b kubernetes.Interface,
 		}
 		return true, ""
 	})
+}
+
+// awaitWatchStarted is awaitMirrored for a collector that just started.
+// Its receiver (initial: none) begins at the resourceVersion of its first
+// list, a moment after the collector reports healthy, and a marker written
+// in between is never mirrored. Markers go into each namespace every 2 s
+// until one per namespace is in B; the earlier ones still not in B then
+// are deleted from A, so that A and B still tally: one namespace's records
+// are written in order, so the receiver never saw them.
+func awaitWatchStarted(ctx context.Context, t *testing.T, a, b kubernetes.Interface, nss []string, id string, timeout time.Duration) {
+	t.Helper()
+	written := map[string][]string{} // marker pods per namespace, oldest first
+	seen := map[string]int{}         // per namespace, the index of a marker in B
+	var last time.Time
+	eventually(t, timeout, func() (bool, string) {
+		var waiting []string
+		for _, ns := range nss {
+			if _, ok := seen[ns]; ok {
+				continue
+			}
+			for i, pod := range written[ns] {
+				ok, err := hasMarker(ctx, b, ns, pod)
+				require.NoError(t, err)
+				if ok {
+					seen[ns] = i
+					break
+				}
+			}
+			if _, ok := seen[ns]; !ok {
+				waiting = append(waiting, ns)
+			}
+		}
+		if len(waiting) == 0 {
+			return true, ""
+		}
+		if time.Since(last) >= 2*time.Second {
+			for _, ns := range waiting {
+				pod := fmt.Sprintf("e2e-marker-%s-%d", id, len(written[ns]))
+				require.NoError(t, writeMarker(ctx, a, ns, pod))
+				written[ns] = append(written[ns], pod)
+			}
+			last = time.Now()
+		}
+		return false, fmt.Sprintf("no marker in B yet in %v", waiting)
+	})
+	for ns, i := range seen {
+		for _, pod := range written[ns][:i] {
+			// Asked again now that a later marker is in B: had the
+			// receiver seen this one, it would be there too.
+			ok, err := hasMarker(ctx, b, ns, pod)
+			require.NoError(t, err)
+			if !ok {
+				require.NoError(t, a.CoreV1().Events(ns).DeleteCollection(ctx, metav1.DeleteOptions{},
+					metav1.ListOptions{FieldSelector: "involvedObject.name=" + pod}))
+			}
+		}
+	}
 }
 
 // mirrorResult is A and B after a mirror run.
