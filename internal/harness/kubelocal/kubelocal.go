@@ -49,9 +49,8 @@ const (
 
 // childEnv is etcd's and kube-apiserver's environment beyond the test's:
 // GOGC=400 trades their memory for CPU. Starting is allocation-heavy (every
-// served type's storage and OpenAPI schema): so a start takes about a third
-// less CPU than with the default of 100, and make test starts about a
-// hundred servers on a machine whose cores are its limit.
+// served type's storage and OpenAPI schema), a test run starts many servers,
+// and make test is bound by the machine's cores, not its memory.
 var childEnv = []string{"GOGC=400"}
 
 // User is an extra entry of the API server's static token file. The user has
