@@ -38,7 +38,7 @@ const (
 // policy, the same refused write goes through: RBAC alone cannot tell.
 func TestDeployAdmissionPolicyVAP(t *testing.T) {
 	parallel(t)
-	srv := kubetest.Start(t)
+	srv := kubetest.Start(t, kubetest.OwnServer()) // it installs an admission policy
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	cs := srv.Clientset()

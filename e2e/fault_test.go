@@ -39,7 +39,7 @@ func TestFaultDestinationDownMidStorm(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	occs := faultStorm(t, 10*time.Minute, 3*time.Minute, 12*time.Second)
-	rig := newFaultRig(ctx, t, "midstorm", occs, mirrorSpec{api: "events.k8s.io/v1", storage: "on", finishAfter: "10s", fastRetry: true})
+	rig := newFaultRig(ctx, t, "midstorm", occs, mirrorSpec{api: "events.k8s.io/v1", storage: "on", finishAfter: "10s", fastRetry: true}, kubetest.OwnServer())
 	c := rig.collector(t)
 	run := rig.storm(ctx, faultSpeed)
 
@@ -84,7 +84,7 @@ func TestFaultDestinationDownAsStormEnds(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	occs := faultStorm(t, 4*time.Minute, 2*time.Minute, 8*time.Second)
-	rig := newFaultRig(ctx, t, "stormend", occs, mirrorSpec{api: "events.k8s.io/v1", storage: "on", finishAfter: "5s", fastRetry: true})
+	rig := newFaultRig(ctx, t, "stormend", occs, mirrorSpec{api: "events.k8s.io/v1", storage: "on", finishAfter: "5s", fastRetry: true}, kubetest.OwnServer())
 	c := rig.collector(t)
 	st := rig.storm(ctx, faultSpeed).wait(ctx, t)
 	down := rig.stopDestination(ctx, t)
@@ -166,7 +166,7 @@ func TestFaultCollectorKilledWithRetriesPending(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	occs := faultStorm(t, 10*time.Minute, 3*time.Minute, 12*time.Second)
-	rig := newFaultRig(ctx, t, "kill", occs, mirrorSpec{api: "events.k8s.io/v1", storage: "on", finishAfter: "10s", fastRetry: true})
+	rig := newFaultRig(ctx, t, "kill", occs, mirrorSpec{api: "events.k8s.io/v1", storage: "on", finishAfter: "10s", fastRetry: true}, kubetest.OwnServer())
 	first := rig.collector(t)
 	run := rig.storm(ctx, faultSpeed)
 

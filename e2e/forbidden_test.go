@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/k8sevents/otel-k8sevents/internal/harness/faultproxy"
+	"github.com/k8sevents/otel-k8sevents/internal/harness/kubetest"
 )
 
 // startingWrites is how many Event writes the restarted destination refuses
@@ -39,7 +40,7 @@ func TestExactDestinationStartingAnswers403(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	occs := faultStorm(t, 4*time.Minute, 2*time.Minute, 8*time.Second)
-	rig := newFaultRig(ctx, t, "starting403", occs, mirrorSpec{api: "events.k8s.io/v1", storage: "on", finishAfter: "5s", fastRetry: true})
+	rig := newFaultRig(ctx, t, "starting403", occs, mirrorSpec{api: "events.k8s.io/v1", storage: "on", finishAfter: "5s", fastRetry: true}, kubetest.OwnServer())
 	p, err := faultproxy.NewForREST(rig.dstSrv.RESTConfig())
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = p.Close() })

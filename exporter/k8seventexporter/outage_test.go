@@ -22,6 +22,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/k8sevents/otel-k8sevents/exporter/k8seventexporter/internal/metadata"
+	"github.com/k8sevents/otel-k8sevents/internal/harness/kubetest"
 	"github.com/k8sevents/otel-k8sevents/internal/k8sclient"
 	"github.com/k8sevents/otel-k8sevents/internal/k8sevent"
 )
@@ -181,7 +182,7 @@ func (r *rig) waitForCounts(t *testing.T, want map[string]int32) time.Duration {
 // series count, and no record was skipped as already written.
 func TestOutageLosesNothing(t *testing.T) {
 	t.Parallel()
-	r := newRig(t)
+	r := newRig(t, kubetest.OwnServer()) // it stops the API server
 	// A persistent queue with this exporter's defaults for it: 32 MiB hold
 	// the 900 records sent during the outage, and each push is answered
 	// once it is in storage.
@@ -264,7 +265,7 @@ func TestOutageLosesNothing(t *testing.T) {
 // exporter writes all 50 from the persistent queue.
 func TestPersistentQueueSurvivesRestart(t *testing.T) {
 	t.Parallel()
-	r := newRig(t)
+	r := newRig(t, kubetest.OwnServer()) // it stops the API server
 	dir := t.TempDir()
 	persistent := persistentQueue
 

@@ -45,8 +45,8 @@ type rig struct {
 	tel   *componenttest.Telemetry
 }
 
-func newRig(t *testing.T, mutate func(*Config)) *rig {
-	srv := kubetest.Start(t)
+func newRig(t *testing.T, mutate func(*Config), opts ...kubetest.Option) *rig {
+	srv := kubetest.Start(t, opts...)
 	ctx := context.Background()
 	_, err := srv.Clientset().CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "a"}}, metav1.CreateOptions{})
 	require.NoError(t, err)
@@ -220,7 +220,7 @@ func TestAcceptedNoLongerThanTheTokenLives(t *testing.T) {
 // asked, the request is refused as Unavailable (an OTLP sender retries
 // it), counted, and nothing is cached: the next request asks again.
 func TestUnreachableAPIServerIsRetryable(t *testing.T) {
-	r := newRig(t, nil)
+	r := newRig(t, nil, kubetest.OwnServer()) // it stops the API server
 	token := r.srv.ServiceAccountToken(t, "a", "app", time.Hour, audience)
 	require.NoError(t, r.srv.StopAPIServer())
 	_, code := authenticate(t, r.auth, bearer(token))

@@ -77,8 +77,8 @@ type rig struct {
 	conn       *grpc.ClientConn
 }
 
-func newRig(t testing.TB) *rig {
-	srv := kubetest.Start(t)
+func newRig(t testing.TB, opts ...kubetest.Option) *rig {
+	srv := kubetest.Start(t, opts...)
 	r := &rig{srv: srv, kubeconfig: srv.Kubeconfig(t), clock: &fakeClock{t: time.Now()}}
 	for _, ns := range []string{"a", "b"} {
 		_, err := srv.Clientset().CoreV1().Namespaces().Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})

@@ -15,6 +15,7 @@ import (
 	"google.golang.org/grpc/status"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/k8sevents/otel-k8sevents/internal/harness/kubetest"
 	"github.com/k8sevents/otel-k8sevents/internal/k8sevent"
 )
 
@@ -186,7 +187,7 @@ func TestPerClientBudget(t *testing.T) {
 // (gRPC Unavailable, HTTP 503), nothing passed on; once it is back, the
 // same request goes through.
 func TestAPIServerUnavailableIsRetryable(t *testing.T) {
-	r := newRig(t)
+	r := newRig(t, kubetest.OwnServer()) // it stops the API server
 	token := r.serviceAccount(t, "a", "app", "", "a")
 	r.start(t, func(c *Config) { c.Timeout = 2 * time.Second })
 	_, err := r.exportGRPC(t, token, events("b")) // the token is now cached by the authenticator

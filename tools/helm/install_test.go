@@ -54,7 +54,7 @@ var (
 // each collector write its own and refuses the default one), and that
 // every workload's pod passes the restricted Pod Security Standard.
 func TestHelmInstallUpgradeStrict(t *testing.T) {
-	srv := kubetest.Start(t)
+	srv := kubetest.Start(t, kubetest.OwnServer()) // it installs an admission policy
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	cs := srv.Clientset()

@@ -92,6 +92,7 @@ type Options struct {
 // Cluster is an etcd plus a kube-apiserver listening on 127.0.0.1.
 type Cluster struct {
 	dir, ownDir string // ownDir is removed by Stop (it was made by Start)
+	attached    bool   // another process runs etcd and kube-apiserver (Attach)
 	timeout     time.Duration
 
 	etcdBin, apiserverBin string
@@ -271,6 +272,9 @@ func (c *Cluster) WriteKubeconfigFor(path, user, token string) error {
 // period); etcd keeps running. It does nothing if the API server is stopped.
 // It is safe to call from any goroutine.
 func (c *Cluster) StopAPIServer() error {
+	if c.attached {
+		return errAttached
+	}
 	c.mu.Lock()
 	p := c.apiserver
 	c.apiserver = nil
@@ -286,6 +290,9 @@ func (c *Cluster) StopAPIServer() error {
 // start timeout). If it does not get ready, the process is stopped and an
 // error returned. It is safe to call from any goroutine.
 func (c *Cluster) StartAPIServer() error {
+	if c.attached {
+		return errAttached
+	}
 	return c.startAPIServer(context.Background())
 }
 

@@ -19,6 +19,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/k8sevents/otel-k8sevents/internal/harness/kubelocal"
+	"github.com/k8sevents/otel-k8sevents/internal/harness/kubepool"
 )
 
 const (
@@ -35,15 +36,31 @@ const (
 // User is an extra entry of the API server's static token file.
 type User = kubelocal.User
 
-// Option configures Start.
-type Option func(*kubelocal.Options)
+// Option configures Start. Every option gives the test a server of its own
+// (see Start).
+type Option func(*settings)
+
+type settings struct {
+	local kubelocal.Options
+	own   bool // not leased from the pool
+}
+
+// OwnServer gives the test a server no other test uses: for a test that
+// stops and starts the API server, reaches etcd directly, or changes how the
+// API server answers (admission policies: a reset deletes them, but waits
+// only until the namespaces and Events show it, not the API server's other
+// caches).
+func OwnServer() Option {
+	return func(s *settings) { s.own = true }
+}
 
 // WithUser adds a user with the given bearer token to the API server's token
 // file. The user has no RBAC role unless the test grants one (or lists
 // "system:masters" among groups).
 func WithUser(name, token string, groups ...string) Option {
-	return func(o *kubelocal.Options) {
-		o.Users = append(o.Users, User{Name: name, Token: token, Groups: groups})
+	return func(s *settings) {
+		s.own = true
+		s.local.Users = append(s.local.Users, User{Name: name, Token: token, Groups: groups})
 	}
 }
 
@@ -51,8 +68,9 @@ func WithUser(name, token string, groups ...string) Option {
 // kube-apiserver command line; they come after the defaults, so a flag given
 // here overrides a default one.
 func WithAPIServerFlags(flags ...string) Option {
-	return func(o *kubelocal.Options) {
-		o.APIServerFlags = append(o.APIServerFlags, flags...)
+	return func(s *settings) {
+		s.own = true
+		s.local.APIServerFlags = append(s.local.APIServerFlags, flags...)
 	}
 }
 
@@ -60,8 +78,9 @@ func WithAPIServerFlags(flags ...string) Option {
 // limit of type Server: qps events per second with the given burst. Only
 // core/v1 Event creates are limited; rejected requests get HTTP 429.
 func WithEventRateLimit(qps, burst int) Option {
-	return func(o *kubelocal.Options) {
-		o.EventRateLimit = &kubelocal.RateLimit{QPS: qps, Burst: burst}
+	return func(s *settings) {
+		s.own = true
+		s.local.EventRateLimit = &kubelocal.RateLimit{QPS: qps, Burst: burst}
 	}
 }
 
@@ -70,10 +89,19 @@ type Server struct {
 	c *kubelocal.Cluster
 }
 
-// Start runs etcd and kube-apiserver on free loopback ports in a fresh temp
-// directory and waits until /readyz answers ok. A t.Cleanup stops
-// kube-apiserver, then etcd, and removes the directory; the processes also get
-// SIGKILL (Linux) if the test binary dies first.
+// Start gives the test an etcd and kube-apiserver on loopback, ready
+// (/readyz answers ok). Without options, and when make test runs the tests
+// under internal/harness/kubepool ($KUBETEST_POOL), it is a shared server
+// leased for the test: reset to the state it had when it started (no
+// namespace, Event or other object a test made), reached through a proxy
+// that closes the test's connections when the test ends. Its request
+// metrics count on from earlier tests (read them as differences), and
+// StopAPIServer and StartAPIServer fail on it: ask for OwnServer. Otherwise
+// (any option, no pool, every pooled server leased) Start runs etcd and
+// kube-apiserver on free loopback ports in a fresh temp directory. A
+// t.Cleanup ends the lease, or stops kube-apiserver, then etcd, and removes
+// the directory; the processes also get SIGKILL (Linux) if the test binary
+// dies first.
 func Start(t testing.TB, opts ...Option) *Server {
 	t.Helper()
 	if _, _, err := kubelocal.FindBinaries(""); err != nil {
@@ -83,10 +111,30 @@ func Start(t testing.TB, opts ...Option) *Server {
 		}
 		t.Skip(msg)
 	}
-	o := kubelocal.Options{StartTimeout: defaultStartTimeout}
+	s := settings{local: kubelocal.Options{StartTimeout: defaultStartTimeout}}
 	for _, opt := range opts {
-		opt(&o)
+		opt(&s)
 	}
+	if pool := os.Getenv(kubepool.Env); pool != "" && !s.own {
+		l, err := kubepool.Acquire(context.Background(), pool)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if l != nil {
+			t.Cleanup(func() {
+				if t.Failed() {
+					t.Logf("kubetest: %s", l.Cluster.LogTail(40))
+				}
+				l.Release()
+			})
+			return &Server{c: l.Cluster}
+		}
+	}
+	return startOwn(t, s.local)
+}
+
+func startOwn(t testing.TB, o kubelocal.Options) *Server {
+	t.Helper()
 	// Not t.TempDir: etcd may still be writing when the testing package
 	// removes it, and a failing test should be able to show the logs first.
 	dir, err := os.MkdirTemp("", "kubetest-")
@@ -183,8 +231,9 @@ func (s *Server) KubeconfigFor(t testing.TB, user, token string) string {
 }
 
 // StopAPIServer stops kube-apiserver (SIGTERM, then SIGKILL after a grace
-// period); etcd keeps running. It does nothing if the API server is stopped.
-// It is safe to call from any goroutine.
+// period); etcd keeps running. It does nothing if the API server is stopped,
+// and fails on a shared server (Start). It is safe to call from any
+// goroutine.
 func (s *Server) StopAPIServer() error { return s.c.StopAPIServer() }
 
 // StartAPIServer starts kube-apiserver again with the same flags, port,

@@ -168,7 +168,7 @@ func TestRBACForbidsUserWithoutRole(t *testing.T) {
 }
 
 func TestStopStartAPIServerKeepsDataAndURL(t *testing.T) {
-	s := kubetest.Start(t)
+	s := kubetest.Start(t, kubetest.OwnServer())
 	cs := s.Clientset()
 	const ns = "kubetest-restart"
 	createNamespace(t, cs, ns)

@@ -1,0 +1,114 @@
+package kubepool
+
+import (
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/k8sevents/otel-k8sevents/internal/harness/kubelocal"
+)
+
+func requireBinaries(t *testing.T) {
+	t.Helper()
+	if _, _, err := kubelocal.FindBinaries(""); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal(err)
+		}
+		t.Skip(err)
+	}
+}
+
+// leave makes what a test leaves behind: a namespace with an Event, a
+// ServiceAccount and a ClusterRole.
+func leave(ctx context.Context, t *testing.T, cs kubernetes.Interface) {
+	t.Helper()
+	_, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "shop"}}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	_, err = cs.CoreV1().Events("shop").Create(ctx, &corev1.Event{
+		ObjectMeta:     metav1.ObjectMeta{Name: "web-1.1"},
+		InvolvedObject: corev1.ObjectReference{Kind: "Pod", Namespace: "shop", Name: "web-1"},
+		Reason:         "BackOff", Type: corev1.EventTypeWarning, Count: 1,
+	}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	_, err = cs.CoreV1().ServiceAccounts("default").Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "app"}}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	_, err = cs.RbacV1().ClusterRoles().Create(ctx, &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "events-writer"}}, metav1.CreateOptions{})
+	require.NoError(t, err)
+}
+
+// TestLeaseStartsFromTheReadyState: a second lease of the one server
+// finds none of what the first lease made, and can make it again; while
+// one lease holds the server, there is none to lease; the first lease's
+// connections end with it; the leased server cannot be stopped.
+func TestLeaseStartsFromTheReadyState(t *testing.T) {
+	requireBinaries(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	dir := t.TempDir()
+	clusters := startSlots(ctx, dir, 1)
+	require.Len(t, clusters, 1)
+	defer func() { assert.NoError(t, clusters[0].Stop()) }()
+
+	first, err := Acquire(ctx, dir)
+	require.NoError(t, err)
+	require.NotNil(t, first)
+	firstCS, err := first.Cluster.Clientset()
+	require.NoError(t, err)
+	leave(ctx, t, firstCS)
+	none, err := Acquire(ctx, dir)
+	require.NoError(t, err)
+	assert.Nil(t, none, "a second lease while the only server is leased")
+	assert.Error(t, first.Cluster.StopAPIServer(), "a leased server stopped")
+	first.Release()
+	_, err = firstCS.CoreV1().Namespaces().Get(ctx, "default", metav1.GetOptions{})
+	assert.Error(t, err, "a released lease's client still reaches the server")
+
+	second, err := Acquire(ctx, dir)
+	require.NoError(t, err)
+	require.NotNil(t, second)
+	defer second.Release()
+	cs, err := second.Cluster.Clientset()
+	require.NoError(t, err)
+	_, err = cs.CoreV1().Namespaces().Get(ctx, "shop", metav1.GetOptions{})
+	assert.True(t, apierrors.IsNotFound(err), "namespace of the first lease: %v", err)
+	_, err = cs.CoreV1().ServiceAccounts("default").Get(ctx, "app", metav1.GetOptions{})
+	assert.True(t, apierrors.IsNotFound(err), "ServiceAccount of the first lease: %v", err)
+	_, err = cs.RbacV1().ClusterRoles().Get(ctx, "events-writer", metav1.GetOptions{})
+	assert.True(t, apierrors.IsNotFound(err), "ClusterRole of the first lease: %v", err)
+	events, err := cs.CoreV1().Events("").List(ctx, metav1.ListOptions{})
+	require.NoError(t, err)
+	assert.Empty(t, events.Items)
+	roles, err := cs.RbacV1().ClusterRoles().List(ctx, metav1.ListOptions{})
+	require.NoError(t, err)
+	assert.NotEmpty(t, roles.Items, "the API server's own ClusterRoles were deleted")
+	_, err = cs.CoreV1().Services("default").Get(ctx, "kubernetes", metav1.GetOptions{})
+	assert.NoError(t, err, "the API server's own Service")
+	leave(ctx, t, cs)
+}
+
+// TestRunServesTheCommand: the command sees the pool and its servers get
+// ready; its exit code comes back; the servers stop and the directory goes.
+func TestRunServesTheCommand(t *testing.T) {
+	requireBinaries(t)
+	dir := filepath.Join(t.TempDir(), "pool")
+	require.NoError(t, os.Mkdir(dir, 0o700))
+	script := `for i in $(seq 600); do [ -f "$` + Env + `/slot-0/pool.json" ] && exit 3; sleep 0.1; done; exit 1`
+	err := Run(dir, 1, []string{"sh", "-c", script})
+	var exit *exec.ExitError
+	require.True(t, errors.As(err, &exit), "Run: %v", err)
+	assert.Equal(t, 3, exit.ExitCode(), "the command did not see a ready server within a minute")
+	_, err = os.Stat(dir)
+	assert.True(t, os.IsNotExist(err), "the pool's directory is left: %v", err)
+}

@@ -1,0 +1,136 @@
+package kubepool
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/k8sevents/otel-k8sevents/internal/harness/kubelocal"
+)
+
+// resetTimeout bounds how long a lease waits for the API server to show
+// the reset.
+const resetTimeout = 30 * time.Second
+
+// Lease is one test's use of a pooled server.
+type Lease struct {
+	// Cluster is the server, reached through a proxy that Release closes.
+	Cluster *kubelocal.Cluster
+	proxy   *proxy
+	lock    *os.File
+}
+
+// Acquire leases a free server of the pool in dir and resets it; nil when
+// every server is leased (or none is ready yet).
+func Acquire(ctx context.Context, dir string) (*Lease, error) {
+	slots, err := filepath.Glob(filepath.Join(dir, "slot-*", slotStateFile))
+	if err != nil {
+		return nil, err
+	}
+	slices.Sort(slots)
+	for _, stateFile := range slots {
+		slot := filepath.Dir(stateFile)
+		lock := tryLock(slot + ".lock")
+		if lock == nil {
+			continue
+		}
+		l, err := lease(ctx, slot, lock)
+		if err != nil {
+			lock.Close()
+			return nil, fmt.Errorf("kubepool: lease %s: %w", slot, err)
+		}
+		return l, nil
+	}
+	return nil, nil
+}
+
+func lease(ctx context.Context, slot string, lock *os.File) (*Lease, error) {
+	data, err := os.ReadFile(filepath.Join(slot, slotStateFile))
+	if err != nil {
+		return nil, err
+	}
+	var st slotState
+	if err := json.Unmarshal(data, &st); err != nil {
+		return nil, err
+	}
+	direct, err := kubelocal.Attach(slot, 0)
+	if err != nil {
+		return nil, err
+	}
+	p, err := newProxy(net.JoinHostPort("127.0.0.1", strconv.Itoa(direct.APIServerPort())))
+	if err != nil {
+		return nil, err
+	}
+	l := &Lease{proxy: p, lock: lock}
+	if l.Cluster, err = kubelocal.Attach(slot, p.port()); err == nil {
+		err = reset(ctx, l.Cluster, st)
+	}
+	if err != nil {
+		p.close()
+		return nil, err
+	}
+	return l, nil
+}
+
+// Release ends the lease: the proxy closes every connection the test's
+// clients still hold, and the server is free for the next lease.
+func (l *Lease) Release() {
+	l.proxy.close()
+	l.lock.Close()
+}
+
+// reset deletes what was stored after the server became ready, and waits
+// until the API server shows the namespaces it had then and no Event: its
+// caches have seen the deletes.
+func reset(ctx context.Context, c *kubelocal.Cluster, st slotState) error {
+	ctx, cancel := context.WithTimeout(ctx, resetTimeout)
+	defer cancel()
+	if err := newEtcd(c.EtcdEndpoint()).deleteCreatedAfter(ctx, st.Revision); err != nil {
+		return err
+	}
+	cs, err := c.Clientset()
+	if err != nil {
+		return err
+	}
+	for {
+		have, err := namespaces(ctx, cs)
+		if err != nil {
+			return err
+		}
+		events, err := cs.CoreV1().Events("").List(ctx, metav1.ListOptions{Limit: 1})
+		if err != nil {
+			return err
+		}
+		if slices.Equal(have, st.Namespaces) && len(events.Items) == 0 {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("reset: the API server still shows namespaces %v and %d+ Events: %w", have, len(events.Items), ctx.Err())
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// namespaces lists the server's namespaces by name, sorted.
+func namespaces(ctx context.Context, cs kubernetes.Interface) ([]string, error) {
+	list, err := cs.CoreV1().Namespaces().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, err
+	}
+	names := make([]string, 0, len(list.Items))
+	for _, ns := range list.Items {
+		names = append(names, ns.Name)
+	}
+	slices.Sort(names)
+	return names, nil
+}

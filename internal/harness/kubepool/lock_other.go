@@ -1,0 +1,8 @@
+//go:build !unix
+
+package kubepool
+
+import "os"
+
+// tryLock never locks here: without flock, no server is shared.
+func tryLock(string) *os.File { return nil }

@@ -1,0 +1,23 @@
+//go:build unix
+
+package kubepool
+
+import (
+	"os"
+	"syscall"
+)
+
+// tryLock takes an exclusive lock on path (creating it) without waiting; nil
+// if another process or lease holds it. The lock lasts until the file is
+// closed, or the process ends.
+func tryLock(path string) *os.File {
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		return nil
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		f.Close()
+		return nil
+	}
+	return f
+}
