@@ -79,9 +79,10 @@ test-modules:
 .PHONY: test-deps otelcol-sources image-after-apiserver lint-after-sources node-example
 test-deps:
 	$(MAKE) --no-print-directory -j2 image-after-apiserver lint-after-sources node-example
+## kubepool: built with ocb's flags, as test-e2e is, so that its client-go is the distribution's build.
 .PHONY: kubepool
 kubepool:
-	$(GO) build -o $(BIN)/kubepool ./internal/harness/kubepool/run
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags=-w -o $(BIN)/kubepool ./internal/harness/kubepool/run
 image-after-apiserver: apiserver otelcol-sources
 	$(MAKE) --no-print-directory image
 lint-after-sources: otelcol-sources

@@ -45,8 +45,9 @@ const (
 // back.
 func TestDeployManifests(t *testing.T) {
 	parallel(t)
-	binary(t)                                      // skips before starting an API server when the collector is not built
-	srv := kubetest.Start(t, kubetest.OwnServer()) // it installs an admission policy
+	binary(t) // skips before starting an API server when the collector is not built
+	// Its own server: it installs an admission policy.
+	srv := kubetest.Start(t, kubetest.OwnServer())
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	cs := srv.Clientset()

@@ -25,6 +25,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -82,8 +83,13 @@ func Run(dir string, servers int, command []string) error {
 		}
 	}
 	cancel()
+	clusters := <-started
+	if data, terr := os.ReadFile(filepath.Join(dir, tallyFile)); terr == nil {
+		fmt.Fprintf(os.Stderr, "kubepool: %d servers; tests leased one %d times, found none free %d times\n", len(clusters),
+			strings.Count(string(data), leased), strings.Count(string(data), noneFree))
+	}
 	errs := []error{err}
-	for _, c := range <-started {
+	for _, c := range clusters {
 		errs = append(errs, c.Stop())
 	}
 	errs = append(errs, os.RemoveAll(dir))

@@ -96,6 +96,10 @@ func TestLeaseStartsFromTheReadyState(t *testing.T) {
 	_, err = cs.CoreV1().Services("default").Get(ctx, "kubernetes", metav1.GetOptions{})
 	assert.NoError(t, err, "the API server's own Service")
 	leave(ctx, t, cs)
+
+	tallied, err := os.ReadFile(filepath.Join(dir, tallyFile))
+	require.NoError(t, err)
+	assert.Equal(t, leased+noneFree+leased, string(tallied), "the tally of the three Acquires")
 }
 
 // TestRunServesTheCommand: the command sees the pool and its servers get

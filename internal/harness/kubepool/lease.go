@@ -48,9 +48,32 @@ func Acquire(ctx context.Context, dir string) (*Lease, error) {
 			lock.Close()
 			return nil, fmt.Errorf("kubepool: lease %s: %w", slot, err)
 		}
+		tally(dir, leased)
 		return l, nil
 	}
+	tally(dir, noneFree)
 	return nil, nil
+}
+
+// The tally is a file of one line per Acquire, which Run sums up: how
+// many tests leased a server, and how many found none free (and started
+// their own), which is what POOL_SERVERS is tuned by.
+const (
+	tallyFile = "tally"
+	leased    = "leased\n"
+	noneFree  = "none free\n"
+)
+
+// tally appends one line; a write of a few bytes with O_APPEND is atomic
+// between processes. A failed write loses a line of a diagnostic, nothing
+// a test depends on.
+func tally(dir, line string) {
+	f, err := os.OpenFile(filepath.Join(dir, tallyFile), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		return
+	}
+	_, _ = f.WriteString(line)
+	f.Close()
 }
 
 func lease(ctx context.Context, slot string, lock *os.File) (*Lease, error) {
