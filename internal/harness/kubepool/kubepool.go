@@ -85,8 +85,12 @@ func Run(dir string, servers int, command []string) error {
 	cancel()
 	clusters := <-started
 	if data, terr := os.ReadFile(filepath.Join(dir, tallyFile)); terr == nil {
-		fmt.Fprintf(os.Stderr, "kubepool: %d servers; tests leased one %d times, found none free %d times\n", len(clusters),
-			strings.Count(string(data), leased), strings.Count(string(data), noneFree))
+		leases := make([]int, len(clusters))
+		for i := range leases {
+			leases[i] = strings.Count(string(data), leased+filepath.Base(slotDir(dir, i))+"\n")
+		}
+		fmt.Fprintf(os.Stderr, "kubepool: %d servers, leased %v times each; tests found none free %d times\n",
+			len(clusters), leases, strings.Count(string(data), noneFree))
 	}
 	errs := []error{err}
 	for _, c := range clusters {

@@ -99,7 +99,7 @@ func TestLeaseStartsFromTheReadyState(t *testing.T) {
 
 	tallied, err := os.ReadFile(filepath.Join(dir, tallyFile))
 	require.NoError(t, err)
-	assert.Equal(t, leased+noneFree+leased, string(tallied), "the tally of the three Acquires")
+	assert.Equal(t, leased+"slot-0\n"+noneFree+leased+"slot-0\n", string(tallied), "the tally of the three Acquires")
 }
 
 // TestRunServesTheCommand: the command sees the pool and its servers get

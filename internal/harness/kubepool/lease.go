@@ -48,7 +48,7 @@ func Acquire(ctx context.Context, dir string) (*Lease, error) {
 			lock.Close()
 			return nil, fmt.Errorf("kubepool: lease %s: %w", slot, err)
 		}
-		tally(dir, leased)
+		tally(dir, leased+filepath.Base(slot)+"\n")
 		return l, nil
 	}
 	tally(dir, noneFree)
@@ -56,11 +56,11 @@ func Acquire(ctx context.Context, dir string) (*Lease, error) {
 }
 
 // The tally is a file of one line per Acquire, which Run sums up: how
-// many tests leased a server, and how many found none free (and started
+// many tests leased each server, and how many found none free (and started
 // their own), which is what POOL_SERVERS is tuned by.
 const (
 	tallyFile = "tally"
-	leased    = "leased\n"
+	leased    = "leased "
 	noneFree  = "none free\n"
 )
 
