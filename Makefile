@@ -23,7 +23,7 @@ build:
 ## (internal/harness TestEveryModuleIsCoveredByMakeTest).
 ## The jobs run under kubepool (internal/harness/kubepool): POOL_SERVERS API servers that tests asking for a default
 ## one lease in turn, each reset to its first state, instead of starting their own (about 2.5 CPU-seconds each).
-POOL_SERVERS ?= 6
+POOL_SERVERS ?= 8
 test: test-deps kubepool
 	$(BIN)/kubepool -servers $(POOL_SERVERS) -- $(MAKE) --no-print-directory -j4 test-e2e test-race test-pure test-modules
 

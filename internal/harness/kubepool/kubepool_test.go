@@ -11,6 +11,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	authzv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -30,8 +31,9 @@ func requireBinaries(t *testing.T) {
 	}
 }
 
-// leave makes what a test leaves behind: a namespace with an Event, a
-// ServiceAccount and a ClusterRole.
+// leave makes what a test leaves behind: a namespace with an Event and a
+// RoleBinding that lets user writer create Events there, a ServiceAccount
+// and a ClusterRole.
 func leave(ctx context.Context, t *testing.T, cs kubernetes.Interface) {
 	t.Helper()
 	_, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "shop"}}, metav1.CreateOptions{})
@@ -44,8 +46,26 @@ func leave(ctx context.Context, t *testing.T, cs kubernetes.Interface) {
 	require.NoError(t, err)
 	_, err = cs.CoreV1().ServiceAccounts("default").Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "app"}}, metav1.CreateOptions{})
 	require.NoError(t, err)
-	_, err = cs.RbacV1().ClusterRoles().Create(ctx, &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "events-writer"}}, metav1.CreateOptions{})
+	_, err = cs.RbacV1().ClusterRoles().Create(ctx, &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "events-writer"},
+		Rules: []rbacv1.PolicyRule{{Verbs: []string{"create"}, APIGroups: []string{""}, Resources: []string{"events"}}}}, metav1.CreateOptions{})
 	require.NoError(t, err)
+	_, err = cs.RbacV1().RoleBindings("shop").Create(ctx, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "writer"},
+		Subjects: []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: "writer"}},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "events-writer"}}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	require.Eventually(t, func() bool { return writerAllowed(ctx, t, cs) }, 10*time.Second, 20*time.Millisecond,
+		"the binding never took effect")
+}
+
+// writerAllowed asks the authorizer whether user writer may create Events
+// in shop.
+func writerAllowed(ctx context.Context, t *testing.T, cs kubernetes.Interface) bool {
+	t.Helper()
+	review, err := cs.AuthorizationV1().SubjectAccessReviews().Create(ctx, &authzv1.SubjectAccessReview{Spec: authzv1.SubjectAccessReviewSpec{
+		User: "writer", ResourceAttributes: &authzv1.ResourceAttributes{Namespace: "shop", Verb: "create", Resource: "events"},
+	}}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	return review.Status.Allowed
 }
 
 // TestLeaseStartsFromTheReadyState: a second lease of the one server
@@ -87,6 +107,7 @@ func TestLeaseStartsFromTheReadyState(t *testing.T) {
 	assert.True(t, apierrors.IsNotFound(err), "ServiceAccount of the first lease: %v", err)
 	_, err = cs.RbacV1().ClusterRoles().Get(ctx, "events-writer", metav1.GetOptions{})
 	assert.True(t, apierrors.IsNotFound(err), "ClusterRole of the first lease: %v", err)
+	assert.False(t, writerAllowed(ctx, t, cs), "the authorizer still applies the first lease's binding")
 	events, err := cs.CoreV1().Events("").List(ctx, metav1.ListOptions{})
 	require.NoError(t, err)
 	assert.Empty(t, events.Items)

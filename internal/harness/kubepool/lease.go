@@ -112,8 +112,8 @@ func (l *Lease) Release() {
 }
 
 // reset deletes what was stored after the server became ready, and waits
-// until the API server shows the namespaces it had then and no Event: its
-// caches have seen the deletes.
+// until the API server shows the namespaces it had then and no Event (its
+// watch caches have seen the deletes) and its authorizer has seen them too.
 func reset(ctx context.Context, c *kubelocal.Cluster, st slotState) error {
 	ctx, cancel := context.WithTimeout(ctx, resetTimeout)
 	defer cancel()
@@ -134,7 +134,7 @@ func reset(ctx context.Context, c *kubelocal.Cluster, st slotState) error {
 			return err
 		}
 		if slices.Equal(have, st.Namespaces) && len(events.Items) == 0 {
-			return nil
+			return waitForAuthorizer(ctx, cs)
 		}
 		select {
 		case <-ctx.Done():
