@@ -5,7 +5,7 @@ PKGS    := ./...
 # Tests that need a real API server find the binaries here.
 export KUBETEST_BIN_DIR := $(BIN)
 
-.PHONY: all build test test-e2e test-race test-pure test-modules lint bench fuzz apiserver generate streams run otelcol image deploy
+.PHONY: all build test test-e2e test-race test-demo test-pure test-modules lint bench fuzz apiserver generate streams run otelcol image deploy
 
 all: build
 
@@ -13,8 +13,8 @@ build:
 	$(GO) build $(PKGS)
 
 ## test: everything CI runs, from nothing: modules, kube-apiserver and etcd, the collector distribution, lint, then
-## four jobs side by side: the end-to-end tests, the race tests, the pure packages' tests and the other Go
-## modules' tests.
+## five jobs side by side: the end-to-end tests, the race tests, the demo's tests, the pure packages' tests and the
+## other Go modules' tests.
 ## The API server and etcd build beside lint, the distribution after them (test-deps); the tests start once all
 ## of it is there.
 ## The other Go modules: recorder, tools/image and tools/helm have tests, run in test-modules; tools/mdatagen and
@@ -25,7 +25,7 @@ build:
 ## one lease in turn, each reset to its first state, instead of starting their own (about 2.5 CPU-seconds each).
 POOL_SERVERS ?= 8
 test: test-deps kubepool
-	$(BIN)/kubepool -servers $(POOL_SERVERS) -- $(MAKE) --no-print-directory -j4 test-e2e test-race test-pure test-modules
+	$(BIN)/kubepool -servers $(POOL_SERVERS) -- $(MAKE) --no-print-directory -j5 test-e2e test-race test-demo test-pure test-modules
 
 ## test-e2e: the end-to-end package, the longest one, in a job of its own so that it starts first. The package runs
 ## five of its tests at a time, the longest first (e2e/slots_test.go); -parallel lets all of them ask for a slot at
@@ -47,12 +47,18 @@ test-e2e:
 ## third package. go test starts packages in the order given: the long ones (SLOW_PKGS) first, so that none of them
 ## starts last and becomes the tail.
 MODULE := github.com/k8sevents/otel-k8sevents
-SLOW_PKGS := exporter/k8seventexporter receiver/k8seventsreceiver cmd/k8sevents-demo extension/k8stokenauthextension \
+SLOW_PKGS := exporter/k8seventexporter receiver/k8seventsreceiver extension/k8stokenauthextension \
 	internal/harness/kubetest receiver/k8seventsotlpreceiver processor/eventseriesprocessor
 RACE_PKGS = $(addprefix $(MODULE)/,$(SLOW_PKGS)) \
-	$(shell $(GO) list $(PKGS) | grep -vx $(foreach p,e2e $(SLOW_PKGS) $(PURE_PKGS),-e '$(MODULE)/$(p)'))
+	$(shell $(GO) list $(PKGS) | grep -vx $(foreach p,e2e $(DEMO_PKG) $(SLOW_PKGS) $(PURE_PKGS),-e '$(MODULE)/$(p)'))
 test-race:
 	$(GO) test -race -vet=off -ldflags=-w -p 2 -parallel 3 -count=1 -timeout 30m -skip '^($(REPLAY_TESTS))$$' $(RACE_PKGS)
+
+## test-demo: make run's demo, in a job of its own: its tests wait on storms paced in real time (minutes, little
+## CPU), which in test-race would hold one of its two lanes all that time and leave the short packages for the end.
+DEMO_PKG := cmd/k8sevents-demo
+test-demo:
+	$(GO) test -race -vet=off -ldflags=-w -count=1 -timeout 30m ./$(DEMO_PKG)
 
 ## test-pure: the pure decision code (the engine, the record codec) and the storm generators, which start no
 ## goroutine in their code or their tests (internal/harness TestPurePackagesStartNoGoroutine): the race detector
