@@ -141,6 +141,25 @@ func FindBinaries(binDir string) (etcd, apiserver string, err error) {
 	return etcd, apiserver, nil
 }
 
+// TB is the part of testing.TB that RequireBinaries uses.
+type TB interface {
+	Helper()
+	Fatal(args ...any)
+	Skip(args ...any)
+}
+
+// RequireBinaries skips a test when etcd or kube-apiserver is missing from
+// FindBinDir, and fails it instead when $CI is true: CI must run every test.
+func RequireBinaries(t TB) {
+	t.Helper()
+	if _, _, err := FindBinaries(""); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal(err)
+		}
+		t.Skip(err)
+	}
+}
+
 // Start runs etcd and kube-apiserver on free loopback ports and waits until
 // /readyz answers ok. ctx bounds only the start-up; the processes run until
 // Stop, or (Linux) until this process dies: they get SIGKILL then. On error

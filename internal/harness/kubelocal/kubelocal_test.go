@@ -15,20 +15,10 @@ import (
 	"github.com/k8sevents/otel-k8sevents/internal/harness/kubelocal"
 )
 
-func requireBinaries(t *testing.T) {
-	t.Helper()
-	if _, _, err := kubelocal.FindBinaries(""); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatal(err)
-		}
-		t.Skip(err)
-	}
-}
-
 // TestStartOwnDirKubeconfigStop covers what kubetest does not: a directory
 // made (and removed) by Start, the kubeconfig file, and Stop being idempotent.
 func TestStartOwnDirKubeconfigStop(t *testing.T) {
-	requireBinaries(t)
+	kubelocal.RequireBinaries(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	c, err := kubelocal.Start(ctx, kubelocal.Options{})
@@ -89,7 +79,7 @@ func TestStartMissingBinaries(t *testing.T) {
 }
 
 func TestStartCanceled(t *testing.T) {
-	requireBinaries(t)
+	kubelocal.RequireBinaries(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	dir := filepath.Join(t.TempDir(), "cluster")

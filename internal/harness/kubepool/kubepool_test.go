@@ -21,16 +21,6 @@ import (
 	"github.com/k8sevents/otel-k8sevents/internal/harness/kubelocal"
 )
 
-func requireBinaries(t *testing.T) {
-	t.Helper()
-	if _, _, err := kubelocal.FindBinaries(""); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatal(err)
-		}
-		t.Skip(err)
-	}
-}
-
 // leave makes what a test leaves behind: a namespace with an Event and a
 // RoleBinding that lets user writer create Events there, a ServiceAccount
 // and a ClusterRole.
@@ -73,7 +63,7 @@ func writerAllowed(ctx context.Context, t *testing.T, cs kubernetes.Interface) b
 // one lease holds the server, there is none to lease; the first lease's
 // connections end with it; the leased server cannot be stopped.
 func TestLeaseStartsFromTheReadyState(t *testing.T) {
-	requireBinaries(t)
+	kubelocal.RequireBinaries(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	dir := t.TempDir()
@@ -126,7 +116,7 @@ func TestLeaseStartsFromTheReadyState(t *testing.T) {
 // TestRunServesTheCommand: the command sees the pool and its servers get
 // ready; its exit code comes back; the servers stop and the directory goes.
 func TestRunServesTheCommand(t *testing.T) {
-	requireBinaries(t)
+	kubelocal.RequireBinaries(t)
 	dir := filepath.Join(t.TempDir(), "pool")
 	require.NoError(t, os.Mkdir(dir, 0o700))
 	script := `for i in $(seq 600); do [ -f "$` + Env + `/slot-0/pool.json" ] && exit 3; sleep 0.1; done; exit 1`

@@ -104,13 +104,7 @@ type Server struct {
 // dies first.
 func Start(t testing.TB, opts ...Option) *Server {
 	t.Helper()
-	if _, _, err := kubelocal.FindBinaries(""); err != nil {
-		msg := "kubetest: " + err.Error()
-		if os.Getenv("CI") == "true" {
-			t.Fatal(msg)
-		}
-		t.Skip(msg)
-	}
+	kubelocal.RequireBinaries(t)
 	s := settings{local: kubelocal.Options{StartTimeout: defaultStartTimeout}}
 	for _, opt := range opts {
 		opt(&s)
