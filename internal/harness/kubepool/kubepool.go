@@ -25,7 +25,6 @@ import (
 	"os/signal"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"syscall"
 	"time"
 
@@ -84,14 +83,7 @@ func Run(dir string, servers int, command []string) error {
 	}
 	cancel()
 	clusters := <-started
-	if data, terr := os.ReadFile(filepath.Join(dir, tallyFile)); terr == nil {
-		leases := make([]int, len(clusters))
-		for i := range leases {
-			leases[i] = strings.Count(string(data), leased+filepath.Base(slotDir(dir, i))+"\n")
-		}
-		fmt.Fprintf(os.Stderr, "kubepool: %d servers, leased %v times each; tests found none free %d times\n",
-			len(clusters), leases, strings.Count(string(data), noneFree))
-	}
+	reportTally(dir, servers)
 	errs := []error{err}
 	for _, c := range clusters {
 		errs = append(errs, c.Stop())
@@ -111,7 +103,7 @@ func startSlots(ctx context.Context, dir string, servers int) []*kubelocal.Clust
 			clusters = append(clusters, c)
 			err = publish(ctx, c)
 		}
-		if err != nil {
+		if err != nil && ctx.Err() == nil { // not cut short because the command ended
 			fmt.Fprintf(os.Stderr, "kubepool: server %d: %v\n", i, err)
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -63,6 +64,20 @@ const (
 	leased    = "leased "
 	noneFree  = "none free\n"
 )
+
+// reportTally writes the tally's sums to stderr.
+func reportTally(dir string, servers int) {
+	data, err := os.ReadFile(filepath.Join(dir, tallyFile))
+	if err != nil {
+		return // no lease was asked for
+	}
+	leases := make([]int, servers)
+	for i := range leases {
+		leases[i] = strings.Count(string(data), leased+filepath.Base(slotDir(dir, i))+"\n")
+	}
+	fmt.Fprintf(os.Stderr, "kubepool: %d servers, leased %v times each; tests found none free %d times\n",
+		servers, leases, strings.Count(string(data), noneFree))
+}
 
 // tally appends one line; a write of a few bytes with O_APPEND is atomic
 // between processes. A failed write loses a line of a diagnostic, nothing
