@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"slices"
 	"strings"
-	"time"
 )
 
 // etcd speaks to etcd's JSON gateway (/v3/kv/...), which needs no client
@@ -20,10 +19,8 @@ type etcd struct {
 }
 
 func newEtcd(url string) *etcd {
-	return &etcd{url: url, client: &http.Client{
-		Transport: &http.Transport{DisableKeepAlives: true},
-		Timeout:   30 * time.Second,
-	}}
+	// No timeout of its own: the caller's context bounds each call.
+	return &etcd{url: url, client: &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}}
 }
 
 // keyValue is the part of etcd's mvccpb.KeyValue used here. The gateway
