@@ -23,9 +23,7 @@ build:
 ## (internal/harness TestEveryModuleIsCoveredByMakeTest).
 ## The jobs run under kubepool (internal/harness/kubepool): POOL_SERVERS API servers that tests asking for a default
 ## one lease in turn, each reset to its first state, instead of starting their own (about 2.5 CPU-seconds each).
-## The race tests lease at most about four at a time (two packages, three parallel tests each).
-POOL_SERVERS ?= 4
-KUBEPOOL_ENV := KUBETEST_POOL
+POOL_SERVERS ?= 8
 test: test-deps kubepool
 	$(BIN)/kubepool -servers $(POOL_SERVERS) -- $(MAKE) --no-print-directory -j5 test-e2e test-race test-demo test-pure test-modules
 
@@ -39,10 +37,8 @@ test: test-deps kubepool
 ## compile once; that holds while go.mod requires the versions ocb's build resolves for them (go list -m all in
 ## otelcol-k8sevents/ after make otelcol).
 NORACE := CGO_ENABLED=0 $(GO) test -trimpath -vet=off -ldflags=-w
-## Not under kubepool (env -u): a lease's proxy runs in the test process, which would then carry the writes of
-## e2e's collectors at storm rates; e2e's tests start their own API servers.
 test-e2e:
-	env -u $(KUBEPOOL_ENV) $(NORACE) -parallel 64 -count=1 -timeout 30m ./e2e
+	$(NORACE) -parallel 64 -count=1 -timeout 30m ./e2e
 
 ## test-race: every other package that starts goroutines, under the race detector. -vet=off: lint, which runs
 ## first, vets the same packages with every analyzer and the same -race build; -ldflags=-w: test binaries without
