@@ -22,7 +22,7 @@ build:
 ## tools/mdatagen/go.mod, apiserver builds kube-apiserver and etcd through tools/kube
 ## (internal/harness TestEveryModuleIsCoveredByMakeTest).
 ## The jobs run under kubepool (internal/harness/kubepool): POOL_SERVERS API servers that tests asking for a default
-## one lease in turn, each reset to its first state, instead of starting their own (about 2.5 CPU-seconds each).
+## one lease in turn, each reset to its first state, instead of starting their own: a start costs more CPU than a reset.
 POOL_SERVERS ?= 8
 test: test-deps kubepool
 	$(BIN)/kubepool -servers $(POOL_SERVERS) -- $(MAKE) --no-print-directory -j5 test-e2e test-race test-demo test-pure test-modules

@@ -3,7 +3,7 @@
 // (the test jobs) with $KUBETEST_POOL naming them, and stops them after it.
 // A test that asks internal/harness/kubetest for a server with default
 // options leases a free one (Acquire) instead of starting its own; when all
-// are leased, or without $KUBETEST_POOL, it starts its own as before.
+// are leased, or without $KUBETEST_POOL, it starts its own.
 //
 // A lease starts with the server as it was when it became ready: every etcd
 // key created since then (namespaces, Events, RBAC, ServiceAccounts, leases)
