@@ -5,7 +5,7 @@ PKGS    := ./...
 # Tests that need a real API server find the binaries here.
 export KUBETEST_BIN_DIR := $(BIN)
 
-.PHONY: all build test test-e2e test-race test-demo test-pure test-modules lint bench fuzz apiserver generate streams run otelcol image deploy
+.PHONY: all build test test-e2e test-race test-race-rest test-pure test-modules lint bench fuzz apiserver generate streams run otelcol image deploy
 
 all: build
 
@@ -13,8 +13,8 @@ build:
 	$(GO) build $(PKGS)
 
 ## test: everything CI runs, from nothing: modules, kube-apiserver and etcd, the collector distribution, lint, then
-## five jobs side by side: the end-to-end tests, the race tests, the demo's tests, the pure packages' tests and the
-## other Go modules' tests.
+## five jobs side by side: the end-to-end tests, the long race tests, the demo's and the other race tests, the pure
+## packages' tests and the other Go modules' tests.
 ## The API server and etcd build beside lint, the distribution after them (test-deps); the tests start once all
 ## of it is there.
 ## The other Go modules: recorder, tools/image and tools/helm have tests, run in test-modules; tools/mdatagen and
@@ -25,14 +25,14 @@ build:
 ## one lease in turn, each reset to its first state, instead of starting their own: a start costs more CPU than a reset.
 POOL_SERVERS ?= 8
 test: test-deps kubepool
-	$(BIN)/kubepool -servers $(POOL_SERVERS) -- $(MAKE) --no-print-directory -j5 test-e2e test-race test-demo test-pure test-modules
+	$(BIN)/kubepool -servers $(POOL_SERVERS) -- $(MAKE) --no-print-directory -j5 test-e2e test-race test-race-rest test-pure test-modules
 
 ## test-e2e: the end-to-end package, the longest one, in a job of its own so that it starts first. The package runs
 ## five of its tests at a time, the longest first (e2e/slots_test.go); -parallel lets all of them ask for a slot at
 ## once, which that order needs.
 ## Without the race detector: what e2e tests runs in the collector binary (ocb's build, which no -race flag
 ## reaches) and in API servers; -race would instrument only the test's own clients, storms and count readers, at
-## several times their CPU. The harness packages they use have race-tested tests of their own (test-race).
+## several times their CPU. The harness packages they use have race-tested tests of their own (test-race-rest).
 ## CGO_ENABLED=0 -trimpath: the flags of ocb's build, so that from empty caches the dependencies the two share
 ## compile once; that holds while go.mod requires the versions ocb's build resolves for them (go list -m all in
 ## otelcol-k8sevents/ after make otelcol).
@@ -40,25 +40,26 @@ NORACE := CGO_ENABLED=0 $(GO) test -trimpath -vet=off -ldflags=-w
 test-e2e:
 	$(NORACE) -parallel 64 -count=1 -timeout 30m ./e2e
 
-## test-race: every other package that starts goroutines, under the race detector. -vet=off: lint, which runs
-## first, vets the same packages with every analyzer and the same -race build; -ldflags=-w: test binaries without
-## DWARF link about a quarter faster. -p 2 -parallel 3: two packages, and three parallel tests of each, at a time:
-## most of them wait on API servers and faults, not on a core, and beside e2e the machine has no core to spare for a
-## third package. go test starts packages in the order given: the long ones (SLOW_PKGS) first, so that none of them
-## starts last and becomes the tail.
+## test-race: the long packages that start goroutines, under the race detector. -vet=off: lint, which runs first,
+## vets the same packages with every analyzer and the same -race build; -ldflags=-w: test binaries without DWARF
+## link about a quarter faster. -p 2 -parallel 3: two packages, and three parallel tests of each, at a time: most of
+## them wait on API servers and faults, not on a core, and beside e2e the machine has no core to spare for a third
+## package. go test starts packages in the order given: the longest first, so that none of them starts last and
+## becomes the tail.
 MODULE := github.com/k8sevents/otel-k8sevents
 SLOW_PKGS := exporter/k8seventexporter receiver/k8seventsreceiver extension/k8stokenauthextension \
-	internal/harness/kubetest receiver/k8seventsotlpreceiver processor/eventseriesprocessor
-RACE_PKGS = $(addprefix $(MODULE)/,$(SLOW_PKGS)) \
-	$(shell $(GO) list $(PKGS) | grep -vx $(foreach p,e2e $(DEMO_PKG) $(SLOW_PKGS) $(PURE_PKGS),-e '$(MODULE)/$(p)'))
+	internal/harness/kubetest receiver/k8seventsotlpreceiver
 test-race:
-	$(GO) test -race -vet=off -ldflags=-w -p 2 -parallel 3 -count=1 -timeout 30m -skip '^($(REPLAY_TESTS))$$' $(RACE_PKGS)
+	$(GO) test -race -vet=off -ldflags=-w -p 2 -parallel 3 -count=1 -timeout 30m $(addprefix ./,$(SLOW_PKGS))
 
-## test-demo: make run's demo, in a job of its own: its tests wait on storms paced in real time (minutes, little
-## CPU), which in test-race would hold one of its two lanes all that time and leave the short packages for the end.
+## test-race-rest: every other package that starts goroutines, under the race detector, beside make run's demo.
+## The demo's tests wait on storms paced in real time (minutes, little CPU) and hold one lane; the other lane runs the
+## rest (each seconds to a minute) meanwhile, so that none of them is left for the end of make test.
 DEMO_PKG := cmd/k8sevents-demo
-test-demo:
-	$(GO) test -race -vet=off -ldflags=-w -count=1 -timeout 30m ./$(DEMO_PKG)
+REST_PKGS = $(shell $(GO) list $(PKGS) | grep -vx $(foreach p,e2e $(DEMO_PKG) $(SLOW_PKGS) $(PURE_PKGS),-e '$(MODULE)/$(p)'))
+test-race-rest:
+	$(GO) test -race -vet=off -ldflags=-w -p 2 -parallel 3 -count=1 -timeout 30m -skip '^($(REPLAY_TESTS))$$' \
+		$(MODULE)/$(DEMO_PKG) $(REST_PKGS)
 
 ## test-pure: the pure decision code (the engine, the record codec) and the storm generators, which start no
 ## goroutine in their code or their tests (internal/harness TestPurePackagesStartNoGoroutine): the race detector

@@ -14,7 +14,8 @@ import (
 // Makefile's PURE_PKGS without the race detector, which can only find a
 // race between goroutines. That holds while neither their code nor their
 // tests start one: a go statement or a t.Parallel call in any of their
-// files fails here, and the package then belongs under test-race.
+// files fails here, and the package then belongs under the race detector
+// (out of PURE_PKGS, it runs in test-race-rest).
 func TestPurePackagesStartNoGoroutine(t *testing.T) {
 	root := repoRoot(t)
 	m := regexp.MustCompile(`(?m)^PURE_PKGS :=(.*)$`).FindStringSubmatch(readFile(t, root+"/Makefile"))
@@ -43,11 +44,11 @@ func TestPurePackagesStartNoGoroutine(t *testing.T) {
 			}
 			ast.Inspect(f, func(n ast.Node) bool {
 				if g, ok := n.(*ast.GoStmt); ok {
-					t.Errorf("%s: a go statement: %s runs under make test's race detector no more; move it to test-race",
+					t.Errorf("%s: a go statement: %s runs under make test's race detector no more; take it out of PURE_PKGS",
 						fset.Position(g.Pos()), pkg)
 				}
 				if sel, ok := n.(*ast.SelectorExpr); ok && sel.Sel.Name == "Parallel" {
-					t.Errorf("%s: a parallel test: %s runs under make test's race detector no more; move it to test-race",
+					t.Errorf("%s: a parallel test: %s runs under make test's race detector no more; take it out of PURE_PKGS",
 						fset.Position(sel.Pos()), pkg)
 				}
 				return true
