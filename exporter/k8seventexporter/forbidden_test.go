@@ -15,7 +15,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/k8sevents/otel-k8sevents/internal/harness/faultproxy"
-	"github.com/k8sevents/otel-k8sevents/internal/harness/kubetest"
 	"github.com/k8sevents/otel-k8sevents/internal/k8sevent"
 )
 
@@ -74,8 +73,8 @@ func gapRecord(ns string, i int) k8sevent.Event {
 // occurrences sent, one object per series, no count ever went down.
 func TestExactRBACGapIsReportedAndHoldsNoOtherNamespace(t *testing.T) {
 	t.Parallel()
-	const user, token = "exporter", "exporter-token"
-	r := newRig(t, kubetest.WithUser(user, token))
+	r := newRig(t)
+	user, token := r.srv.NewUser(t, "exporter")
 	ctx := context.Background()
 	_, err := r.srv.Clientset().CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "third"}}, metav1.CreateOptions{})
 	require.NoError(t, err)

@@ -12,7 +12,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/k8sevents/otel-k8sevents/internal/harness/kubetest"
 	"github.com/k8sevents/otel-k8sevents/internal/k8sevent"
 )
 
@@ -22,8 +21,8 @@ import (
 // AlreadyExists), and checks the user can do nothing else.
 func TestDeployRBACIsEnoughAndNoMore(t *testing.T) {
 	t.Parallel()
-	const user, token = "exporter", "exporter-token"
-	r := newRig(t, kubetest.WithUser(user, token))
+	r := newRig(t)
+	user, token := r.srv.NewUser(t, "exporter")
 	ctx := context.Background()
 	r.srv.GrantRole(t, "../../deploy/rbac-exporter.yaml", user, "")
 	r.kubeconfig = r.srv.KubeconfigFor(t, user, token)
@@ -65,8 +64,8 @@ func TestDeployRBACIsEnoughAndNoMore(t *testing.T) {
 // reachable.
 func TestDeployRBACPerNamespace(t *testing.T) {
 	t.Parallel()
-	const user, token = "exporter", "exporter-token"
-	r := newRig(t, kubetest.WithUser(user, token))
+	r := newRig(t)
+	user, token := r.srv.NewUser(t, "exporter")
 	ctx := context.Background()
 	r.srv.GrantRole(t, "../../deploy/rbac-exporter.yaml", user, "shop")
 	r.kubeconfig = r.srv.KubeconfigFor(t, user, token)

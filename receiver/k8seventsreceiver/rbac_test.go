@@ -11,7 +11,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/k8sevents/otel-k8sevents/internal/harness/kubetest"
 	"github.com/k8sevents/otel-k8sevents/internal/k8sevent"
 )
 
@@ -20,8 +19,8 @@ import (
 // records carry the cluster's name and uid, the kube-system namespace's),
 // and checks that the user can do nothing else.
 func TestDeployRBACIsEnoughAndNoMore(t *testing.T) {
-	const user, token = "receiver", "receiver-token"
-	r := newRig(t, kubetest.WithUser(user, token))
+	r := newRig(t)
+	user, token := r.srv.NewUser(t, "receiver")
 	r.srv.GrantRole(t, "../../deploy/rbac-receiver.yaml", user, "")
 	ctx := context.Background()
 	as, err := kubernetes.NewForConfig(r.srv.RESTConfigFor(token))

@@ -144,24 +144,11 @@ func (c *Cluster) prepareAPIServer(opts *Options) error {
 		return err
 	}
 
-	users := append([]User{{Name: AdminUser, Token: c.adminToken, Groups: []string{"system:masters"}}}, opts.Users...)
-	var tokens strings.Builder
-	for _, u := range users {
-		if u.Token == "" || u.Name == "" || strings.ContainsAny(u.Token+u.Name+u.UID, ",\"\n") {
-			return fmt.Errorf("invalid user %q: need a name and a token without commas, quotes or newlines", u.Name)
-		}
-		uid := u.UID
-		if uid == "" {
-			uid = u.Name
-		}
-		fmt.Fprintf(&tokens, "%s,%s,%s", u.Token, u.Name, uid)
-		if len(u.Groups) > 0 {
-			fmt.Fprintf(&tokens, ",%q", strings.Join(u.Groups, ","))
-		}
-		tokens.WriteString("\n")
-	}
+	// The static token file holds the admin only; tests make other users
+	// as ServiceAccounts (kubetest's NewUser), which a shared server serves.
+	tokens := fmt.Sprintf("%s,%s,%s,\"system:masters\"\n", c.adminToken, AdminUser, AdminUser)
 	tokenFile := filepath.Join(c.dir, "tokens.csv")
-	if err := os.WriteFile(tokenFile, []byte(tokens.String()), 0o600); err != nil {
+	if err := os.WriteFile(tokenFile, []byte(tokens), 0o600); err != nil {
 		return err
 	}
 

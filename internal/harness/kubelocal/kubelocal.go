@@ -53,15 +53,6 @@ const (
 // and make test is bound by the machine's cores, not its memory.
 var childEnv = []string{"GOGC=400"}
 
-// User is an extra entry of the API server's static token file. The user has
-// no RBAC role unless the caller grants one (or lists "system:masters").
-type User struct {
-	Name   string
-	UID    string // defaults to Name
-	Token  string
-	Groups []string
-}
-
 // RateLimit configures the EventRateLimit admission plugin with one limit of
 // type Server. Only core/v1 Event creates are limited; rejected requests get
 // HTTP 429.
@@ -77,8 +68,6 @@ type Options struct {
 	// created if missing and left in place by Stop. Empty: a fresh temp
 	// directory that Stop removes.
 	Dir string
-	// Users are added to the token file next to AdminUser.
-	Users []User
 	// APIServerFlags (--name=value) come after the defaults, so they override
 	// them.
 	APIServerFlags []string

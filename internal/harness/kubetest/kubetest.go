@@ -14,6 +14,8 @@ import (
 	"time"
 
 	authnv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -33,9 +35,6 @@ const (
 	defaultStartTimeout = 90 * time.Second
 )
 
-// User is an extra entry of the API server's static token file.
-type User = kubelocal.User
-
 // Option configures Start. Every option gives the test a server of its own
 // (see Start).
 type Option func(*settings)
@@ -52,16 +51,6 @@ type settings struct {
 // caches).
 func OwnServer() Option {
 	return func(s *settings) { s.own = true }
-}
-
-// WithUser adds a user with the given bearer token to the API server's token
-// file. The user has no RBAC role unless the test grants one (or lists
-// "system:masters" among groups).
-func WithUser(name, token string, groups ...string) Option {
-	return func(s *settings) {
-		s.own = true
-		s.local.Users = append(s.local.Users, User{Name: name, Token: token, Groups: groups})
-	}
 }
 
 // WithAPIServerFlags appends flags (in --name=value form) to the
@@ -213,8 +202,8 @@ func (s *Server) Kubeconfig(t testing.TB) string {
 	return s.KubeconfigFor(t, kubelocal.AdminUser, s.AdminToken())
 }
 
-// KubeconfigFor writes a kubeconfig for another bearer token (a user added
-// with WithUser, a ServiceAccount's token) and returns its path.
+// KubeconfigFor writes a kubeconfig for another bearer token (NewUser's, a
+// ServiceAccount's) and returns its path.
 func (s *Server) KubeconfigFor(t testing.TB, user, token string) string {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "kubeconfig")
@@ -249,6 +238,31 @@ func (s *Server) ServiceAccountToken(t testing.TB, namespace, name string, ttl t
 		t.Fatalf("kubetest: token of %s/%s: %v", namespace, name, err)
 	}
 	return tr.Status.Token
+}
+
+// usersNamespace holds the ServiceAccounts NewUser makes.
+const usersNamespace = "kubetest-users"
+
+// NewUser makes a user for the test: ServiceAccount name in namespace
+// kubetest-users, and returns its user name (as RBAC subjects and the API
+// server's messages name it) and a bearer token for it (TokenRequest, an
+// hour). Like any ServiceAccount it may do nothing beyond discovery until
+// the test grants it a role (GrantRole). A ServiceAccount, not an entry in
+// the API server's token file, so that a leased server serves it.
+func (s *Server) NewUser(t testing.TB, name string) (user, token string) {
+	t.Helper()
+	ctx := context.Background()
+	_, err := s.Clientset().CoreV1().Namespaces().Create(ctx,
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: usersNamespace}}, metav1.CreateOptions{})
+	if err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatalf("kubetest: user %s: %v", name, err)
+	}
+	_, err = s.Clientset().CoreV1().ServiceAccounts(usersNamespace).Create(ctx,
+		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("kubetest: user %s: %v", name, err)
+	}
+	return "system:serviceaccount:" + usersNamespace + ":" + name, s.ServiceAccountToken(t, usersNamespace, name, time.Hour)
 }
 
 // ExpiredToken is token (issued by this API server) as it would be had it

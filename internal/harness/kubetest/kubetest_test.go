@@ -118,8 +118,8 @@ func TestEventsRoundTrip(t *testing.T) {
 }
 
 func TestRBACForbidsUserWithoutRole(t *testing.T) {
-	const token = "nobody-token-0123456789"
-	s := kubetest.Start(t, kubetest.WithUser("nobody", token, "kubetest:nobodies"))
+	s := kubetest.Start(t)
+	nobody, token := s.NewUser(t, "nobody")
 
 	cs, err := kubernetes.NewForConfig(s.RESTConfigFor(token))
 	if err != nil {
@@ -150,7 +150,7 @@ func TestRBACForbidsUserWithoutRole(t *testing.T) {
 	// GrantRole gives the receiver's deploy/ role to nobody in one
 	// namespace only.
 	createNamespace(t, s.Clientset(), "granted")
-	role := s.GrantRole(t, "../../../deploy/rbac-receiver.yaml", "nobody", "granted")
+	role := s.GrantRole(t, "../../../deploy/rbac-receiver.yaml", nobody, "granted")
 	if len(role.Rules) == 0 {
 		t.Fatal("GrantRole read no rules")
 	}
@@ -161,7 +161,7 @@ func TestRBACForbidsUserWithoutRole(t *testing.T) {
 		t.Fatalf("list events elsewhere after a namespaced grant: got %v, want 403", err)
 	}
 	// And cluster-wide.
-	s.GrantRole(t, "../../../deploy/rbac-receiver.yaml", "nobody", "")
+	s.GrantRole(t, "../../../deploy/rbac-receiver.yaml", nobody, "")
 	if _, err := cs.CoreV1().Events("").List(ctx(t), metav1.ListOptions{}); err != nil {
 		t.Fatalf("list events cluster-wide after a cluster grant: %v", err)
 	}
