@@ -23,9 +23,11 @@ build:
 ## (internal/harness TestEveryModuleIsCoveredByMakeTest).
 ## The jobs run under kubepool (internal/harness/kubepool): POOL_SERVERS API servers that tests asking for a default
 ## one lease in turn, each reset to its first state, instead of starting their own: a start costs more CPU than a reset.
+## One more runs with --watch-cache=false, for the receiver's relist tests, which run one after the other. A free
+## server is paused (SIGSTOP): it costs no CPU until a test leases it.
 POOL_SERVERS ?= 8
 test: test-deps kubepool
-	$(BIN)/kubepool -servers $(POOL_SERVERS) -- $(MAKE) --no-print-directory -j5 test-e2e test-race test-race-rest test-pure test-modules
+	$(BIN)/kubepool -servers $(POOL_SERVERS) -server-with-flags --watch-cache=false -- $(MAKE) --no-print-directory -j5 test-e2e test-race test-race-rest test-pure test-modules
 
 ## test-e2e: the end-to-end package, the longest one, in a job of its own so that it starts first. The package runs
 ## five of its tests at a time, the longest first (e2e/slots_test.go); -parallel lets all of them ask for a slot at

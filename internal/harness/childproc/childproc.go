@@ -48,6 +48,9 @@ func Start(bin string, args, env []string, logPath string) (*Process, error) {
 	return p, nil
 }
 
+// Pid is the process's ID.
+func (p *Process) Pid() int { return p.cmd.Process.Pid }
+
 // Done is closed when the process has exited.
 func (p *Process) Done() <-chan struct{} { return p.done }
 

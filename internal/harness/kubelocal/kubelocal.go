@@ -337,6 +337,20 @@ func (c *Cluster) startAPIServer(ctx context.Context) error {
 	return err
 }
 
+// PIDs returns the process IDs of the cluster's own etcd and kube-apiserver
+// (none when attached, or once stopped), etcd's first.
+func (c *Cluster) PIDs() []int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var pids []int
+	for _, p := range []*childproc.Process{c.etcd, c.apiserver} {
+		if p != nil {
+			pids = append(pids, p.Pid())
+		}
+	}
+	return pids
+}
+
 // Stop stops kube-apiserver, then etcd, and removes the directory if Start
 // made it. It is idempotent.
 func (c *Cluster) Stop() error {

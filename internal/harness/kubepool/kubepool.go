@@ -13,6 +13,11 @@
 // behind for the next one. What a reset cannot undo is the API server's own
 // memory: its request metrics count on (tests read them as differences), and
 // resourceVersions keep growing.
+//
+// A free server is paused (SIGSTOP to its etcd and kube-apiserver) and a
+// lease continues it: an idle API server still runs its controllers and
+// timers, and the pool keeps several free for the moments when many tests
+// start at once. Paused, they cost no CPU between those moments.
 package kubepool
 
 import (
@@ -42,18 +47,21 @@ const Env = "KUBETEST_POOL"
 type slotState struct {
 	Revision   int64    `json:"revision"`   // etcd's revision when the server became ready
 	Namespaces []string `json:"namespaces"` // the namespaces it had then
+	PIDs       []int    `json:"pids"`       // etcd's and kube-apiserver's, paused while the slot is free
+	Flags      []string `json:"flags"`      // its API server flags beyond kubelocal's; a lease asks for the same
 }
 
 const slotStateFile = "pool.json"
 
 func slotDir(dir string, i int) string { return filepath.Join(dir, "slot-"+strconv.Itoa(i)) }
 
-// Run starts servers API servers in dir (one after the other, each free to
-// lease once ready) and runs command with $KUBETEST_POOL set to dir. When the
-// command ends it stops every server and removes dir. SIGINT and SIGTERM are
-// passed on to the command. The error is the command's (an *exec.ExitError
-// for a failed command) or the servers'.
-func Run(dir string, servers int, command []string) error {
+// Run starts API servers in dir, one per entry of servers, which holds the
+// flags each starts with beyond kubelocal's (nil: none); one after the
+// other, each free to lease once ready. It runs command with $KUBETEST_POOL
+// set to dir. When the command ends it stops every server and removes dir.
+// SIGINT and SIGTERM are passed on to the command. The error is the
+// command's (an *exec.ExitError for a failed command) or the servers'.
+func Run(dir string, servers [][]string, command []string) error {
 	if len(command) == 0 {
 		return errors.New("kubepool: no command")
 	}
@@ -83,9 +91,10 @@ func Run(dir string, servers int, command []string) error {
 	}
 	cancel()
 	clusters := <-started
-	reportTally(dir, servers)
+	reportTally(dir, len(servers))
 	errs := []error{err}
 	for _, c := range clusters {
+		resume(c.PIDs()) // a paused process would take SIGTERM only when continued
 		errs = append(errs, c.Stop())
 	}
 	errs = append(errs, os.RemoveAll(dir))
@@ -95,13 +104,16 @@ func Run(dir string, servers int, command []string) error {
 // startSlots starts the servers until ctx ends, and returns those it started.
 // One that fails to start is reported and left out: tests then start their
 // own.
-func startSlots(ctx context.Context, dir string, servers int) []*kubelocal.Cluster {
+func startSlots(ctx context.Context, dir string, servers [][]string) []*kubelocal.Cluster {
 	var clusters []*kubelocal.Cluster
-	for i := 0; i < servers && ctx.Err() == nil; i++ {
-		c, err := kubelocal.Start(ctx, kubelocal.Options{Dir: slotDir(dir, i)})
+	for i, flags := range servers {
+		if ctx.Err() != nil {
+			break
+		}
+		c, err := kubelocal.Start(ctx, kubelocal.Options{Dir: slotDir(dir, i), APIServerFlags: flags})
 		if err == nil {
 			clusters = append(clusters, c)
-			err = publish(ctx, c)
+			err = publish(ctx, c, flags)
 		}
 		if err != nil && ctx.Err() == nil { // not cut short because the command ended
 			fmt.Fprintf(os.Stderr, "kubepool: server %d: %v\n", i, err)
@@ -111,8 +123,9 @@ func startSlots(ctx context.Context, dir string, servers int) []*kubelocal.Clust
 }
 
 // publish writes what Acquire needs into the cluster's directory, the slot
-// state last: a slot without it is not leased.
-func publish(ctx context.Context, c *kubelocal.Cluster) error {
+// state last: a slot without it is not leased. The server is paused before
+// then, as every free one is.
+func publish(ctx context.Context, c *kubelocal.Cluster, flags []string) error {
 	if err := c.SaveState(); err != nil {
 		return err
 	}
@@ -132,6 +145,7 @@ func publish(ctx context.Context, c *kubelocal.Cluster) error {
 	if st.Namespaces, err = namespaces(ctx, cs); err != nil {
 		return err
 	}
+	st.PIDs, st.Flags = c.PIDs(), flags
 	data, err := json.Marshal(st)
 	if err != nil {
 		return err
@@ -140,6 +154,7 @@ func publish(ctx context.Context, c *kubelocal.Cluster) error {
 	if err := os.WriteFile(tmp, data, 0o600); err != nil {
 		return err
 	}
+	pause(st.PIDs)
 	return os.Rename(tmp, filepath.Join(c.Dir(), slotStateFile))
 }
 

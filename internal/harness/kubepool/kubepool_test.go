@@ -3,9 +3,12 @@ package kubepool
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
+	"strings"
 	"testing"
 	"time"
 
@@ -58,34 +61,69 @@ func writerAllowed(ctx context.Context, t *testing.T, cs kubernetes.Interface) b
 	return review.Status.Allowed
 }
 
+// processStates returns the state letter of each process (/proc/<pid>/stat:
+// R running, S sleeping, T stopped, ...).
+func processStates(t *testing.T, pids []int) string {
+	t.Helper()
+	var states []byte
+	for _, pid := range pids {
+		stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		require.NoError(t, err)
+		_, after, ok := strings.Cut(string(stat), ") ")
+		require.True(t, ok, "/proc/%d/stat: %q", pid, stat)
+		states = append(states, after[0])
+	}
+	return string(states)
+}
+
 // TestLeaseStartsFromTheReadyState: a second lease of the one server
 // finds none of what the first lease made, and can make it again; while
 // one lease holds the server, there is none to lease; the first lease's
-// connections end with it; the leased server cannot be stopped.
+// connections end with it; the leased server cannot be stopped; the
+// server's processes are stopped while it is free and run while leased; a
+// lease asking for other API server flags does not get it.
 func TestLeaseStartsFromTheReadyState(t *testing.T) {
 	kubelocal.RequireBinaries(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	dir := t.TempDir()
-	clusters := startSlots(ctx, dir, 1)
+	clusters := startSlots(ctx, dir, [][]string{nil})
 	require.Len(t, clusters, 1)
-	defer func() { assert.NoError(t, clusters[0].Stop()) }()
+	defer func() {
+		resume(clusters[0].PIDs())
+		assert.NoError(t, clusters[0].Stop())
+	}()
+	pids := clusters[0].PIDs()
+	require.Len(t, pids, 2, "etcd and kube-apiserver")
+	paused := func() bool { return processStates(t, pids) == "TT" }
+	if runtime.GOOS == "linux" {
+		require.Eventually(t, paused, 10*time.Second, 10*time.Millisecond, "a free server runs: %s", processStates(t, pids))
+	}
 
-	first, err := Acquire(ctx, dir)
+	other, err := Acquire(ctx, dir, []string{"--watch-cache=false"})
+	require.NoError(t, err)
+	assert.Nil(t, other, "a lease of a server started with other flags")
+	first, err := Acquire(ctx, dir, nil)
 	require.NoError(t, err)
 	require.NotNil(t, first)
+	if runtime.GOOS == "linux" {
+		assert.NotContains(t, processStates(t, pids), "T", "a leased server's processes are stopped")
+	}
 	firstCS, err := first.Cluster.Clientset()
 	require.NoError(t, err)
 	leave(ctx, t, firstCS)
-	none, err := Acquire(ctx, dir)
+	none, err := Acquire(ctx, dir, nil)
 	require.NoError(t, err)
 	assert.Nil(t, none, "a second lease while the only server is leased")
 	assert.Error(t, first.Cluster.StopAPIServer(), "a leased server stopped")
 	first.Release()
+	if runtime.GOOS == "linux" {
+		require.Eventually(t, paused, 10*time.Second, 10*time.Millisecond, "a released server runs: %s", processStates(t, pids))
+	}
 	_, err = firstCS.CoreV1().Namespaces().Get(ctx, "default", metav1.GetOptions{})
 	assert.Error(t, err, "a released lease's client still reaches the server")
 
-	second, err := Acquire(ctx, dir)
+	second, err := Acquire(ctx, dir, nil)
 	require.NoError(t, err)
 	require.NotNil(t, second)
 	defer second.Release()
@@ -110,7 +148,7 @@ func TestLeaseStartsFromTheReadyState(t *testing.T) {
 
 	tallied, err := os.ReadFile(filepath.Join(dir, tallyFile))
 	require.NoError(t, err)
-	assert.Equal(t, leased+"slot-0\n"+noneFree+leased+"slot-0\n", string(tallied), "the tally of the three Acquires")
+	assert.Equal(t, noneFree+leased+"slot-0\n"+noneFree+leased+"slot-0\n", string(tallied), "the tally of the four Acquires")
 }
 
 // TestRunServesTheCommand: the command sees the pool and its servers get
@@ -120,7 +158,7 @@ func TestRunServesTheCommand(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "pool")
 	require.NoError(t, os.Mkdir(dir, 0o700))
 	script := `for i in $(seq 600); do [ -f "$` + Env + `/slot-0/pool.json" ] && exit 3; sleep 0.1; done; exit 1`
-	err := Run(dir, 1, []string{"sh", "-c", script})
+	err := Run(dir, [][]string{nil}, []string{"sh", "-c", script})
 	var exit *exec.ExitError
 	require.True(t, errors.As(err, &exit), "Run: %v", err)
 	assert.Equal(t, 3, exit.ExitCode(), "the command did not see a ready server within a minute")

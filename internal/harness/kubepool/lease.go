@@ -30,11 +30,13 @@ type Lease struct {
 	Cluster *kubelocal.Cluster
 	proxy   *proxy
 	lock    *os.File
+	pids    []int // the server's processes, paused again at Release
 }
 
-// Acquire leases a free server of the pool in dir and resets it; nil when
-// every server is leased (or none is ready yet).
-func Acquire(ctx context.Context, dir string) (*Lease, error) {
+// Acquire leases a free server of the pool in dir that was started with
+// the given API server flags (none: a default one), and resets it; nil when
+// every such server is leased (or none is ready yet).
+func Acquire(ctx context.Context, dir string, flags []string) (*Lease, error) {
 	slots, err := filepath.Glob(filepath.Join(dir, "slot-*", slotStateFile))
 	if err != nil {
 		return nil, err
@@ -42,11 +44,18 @@ func Acquire(ctx context.Context, dir string) (*Lease, error) {
 	slices.Sort(slots)
 	for _, stateFile := range slots {
 		slot := filepath.Dir(stateFile)
+		st, err := readState(stateFile)
+		if err != nil {
+			return nil, fmt.Errorf("kubepool: %w", err)
+		}
+		if !slices.Equal(st.Flags, flags) {
+			continue
+		}
 		lock := tryLock(slot + ".lock")
 		if lock == nil {
 			continue
 		}
-		l, err := lease(ctx, slot, lock)
+		l, err := lease(ctx, slot, lock, st)
 		if err != nil {
 			lock.Close()
 			return nil, fmt.Errorf("kubepool: lease %s: %w", slot, err)
@@ -56,6 +65,15 @@ func Acquire(ctx context.Context, dir string) (*Lease, error) {
 	}
 	tally(dir, noneFree)
 	return nil, nil
+}
+
+func readState(path string) (slotState, error) {
+	var st slotState
+	data, err := os.ReadFile(path)
+	if err == nil {
+		err = json.Unmarshal(data, &st)
+	}
+	return st, err
 }
 
 // The tally is a file of one line per Acquire, which Run sums up: how
@@ -93,15 +111,8 @@ func tally(dir, line string) {
 	f.Close()
 }
 
-func lease(ctx context.Context, slot string, lock *os.File) (*Lease, error) {
-	data, err := os.ReadFile(filepath.Join(slot, slotStateFile))
-	if err != nil {
-		return nil, err
-	}
-	var st slotState
-	if err := json.Unmarshal(data, &st); err != nil {
-		return nil, err
-	}
+func lease(ctx context.Context, slot string, lock *os.File, st slotState) (*Lease, error) {
+	resume(st.PIDs)
 	direct, err := kubelocal.Attach(slot, 0)
 	if err != nil {
 		return nil, err
@@ -110,7 +121,7 @@ func lease(ctx context.Context, slot string, lock *os.File) (*Lease, error) {
 	if err != nil {
 		return nil, err
 	}
-	l := &Lease{proxy: p, lock: lock}
+	l := &Lease{proxy: p, lock: lock, pids: st.PIDs}
 	if l.Cluster, err = kubelocal.Attach(slot, p.port()); err == nil {
 		err = reset(ctx, l.Cluster, st)
 	}
@@ -122,9 +133,11 @@ func lease(ctx context.Context, slot string, lock *os.File) (*Lease, error) {
 }
 
 // Release ends the lease: the proxy closes every connection the test's
-// clients still hold, and the server is free for the next lease.
+// clients still hold, the server is paused, and it is free for the next
+// lease.
 func (l *Lease) Release() {
 	l.proxy.close()
+	pause(l.pids)
 	l.lock.Close()
 }
 

@@ -35,8 +35,8 @@ const (
 	defaultStartTimeout = 90 * time.Second
 )
 
-// Option configures Start. Every option gives the test a server of its own
-// (see Start).
+// Option configures Start. Every option but WithAPIServerFlags gives the
+// test a server of its own (see Start).
 type Option func(*settings)
 
 type settings struct {
@@ -45,20 +45,21 @@ type settings struct {
 }
 
 // OwnServer gives the test a server no other test uses: for a test that
-// stops and starts the API server, reaches etcd directly, or changes how the
-// API server answers (admission policies: a reset deletes them, but waits
-// only until the namespaces and Events show it, not the API server's other
-// caches).
+// stops and starts the API server, writes to etcd behind it, or changes how
+// it answers (admission policies: a reset deletes them, but waits only until
+// the namespaces and Events show it, not the API server's other caches).
+// Compacting etcd needs no server of its own: a reset needs only the keys.
 func OwnServer() Option {
 	return func(s *settings) { s.own = true }
 }
 
 // WithAPIServerFlags appends flags (in --name=value form) to the
 // kube-apiserver command line; they come after the defaults, so a flag given
-// here overrides a default one.
+// here overrides a default one. Under the pool the test leases a server
+// started with exactly these flags, if the pool has one (make test runs one
+// with --watch-cache=false).
 func WithAPIServerFlags(flags ...string) Option {
 	return func(s *settings) {
-		s.own = true
 		s.local.APIServerFlags = append(s.local.APIServerFlags, flags...)
 	}
 }
@@ -79,18 +80,18 @@ type Server struct {
 }
 
 // Start gives the test an etcd and kube-apiserver on loopback, ready
-// (/readyz answers ok). Without options, and when make test runs the tests
-// under internal/harness/kubepool ($KUBETEST_POOL), it is a shared server
-// leased for the test: reset to the state it had when it started (no
-// namespace, Event or other object a test made), reached through a proxy
-// that closes the test's connections when the test ends. Its request
-// metrics count on from earlier tests (read them as differences), and
-// StopAPIServer and StartAPIServer fail on it: ask for OwnServer. Otherwise
-// (any option, no pool, every pooled server leased) Start runs etcd and
-// kube-apiserver on free loopback ports in a fresh temp directory. A
-// t.Cleanup ends the lease, or stops kube-apiserver, then etcd, and removes
-// the directory; the processes also get SIGKILL (Linux) if the test binary
-// dies first.
+// (/readyz answers ok). Without options (or with WithAPIServerFlags only),
+// and when make test runs the tests under internal/harness/kubepool
+// ($KUBETEST_POOL), it is a shared server leased for the test: reset to the
+// state it had when it started (no namespace, Event or other object a test
+// made), reached through a proxy that closes the test's connections when the
+// test ends. Its request metrics count on from earlier tests (read them as
+// differences), and StopAPIServer and StartAPIServer fail on it: ask for
+// OwnServer. Otherwise (another option, no pool, every such pooled server
+// leased) Start runs etcd and kube-apiserver on free loopback ports in a
+// fresh temp directory. A t.Cleanup ends the lease, or stops kube-apiserver,
+// then etcd, and removes the directory; the processes also get SIGKILL
+// (Linux) if the test binary dies first.
 func Start(t testing.TB, opts ...Option) *Server {
 	t.Helper()
 	kubelocal.RequireBinaries(t)
@@ -99,7 +100,7 @@ func Start(t testing.TB, opts ...Option) *Server {
 		opt(&s)
 	}
 	if pool := os.Getenv(kubepool.Env); pool != "" && !s.own {
-		l, err := kubepool.Acquire(context.Background(), pool)
+		l, err := kubepool.Acquire(context.Background(), pool, s.local.APIServerFlags)
 		if err != nil {
 			t.Fatal(err)
 		}

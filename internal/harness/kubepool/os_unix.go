@@ -21,3 +21,19 @@ func tryLock(path string) *os.File {
 	}
 	return f
 }
+
+// pause stops the processes (SIGSTOP), the last first; resume continues
+// them (SIGCONT), the first first: etcd is listed before the API server
+// that uses it. A process that is gone is no error: the lease's reset
+// then fails on the server, with a clearer message.
+func pause(pids []int) {
+	for i := len(pids) - 1; i >= 0; i-- {
+		_ = syscall.Kill(pids[i], syscall.SIGSTOP)
+	}
+}
+
+func resume(pids []int) {
+	for _, pid := range pids {
+		_ = syscall.Kill(pid, syscall.SIGCONT)
+	}
+}
