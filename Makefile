@@ -25,7 +25,7 @@ build:
 ## one lease in turn, each reset to its first state, instead of starting their own: a start costs more CPU than a reset.
 ## One more runs with --watch-cache=false, for the receiver's relist tests, which run one after the other. A free
 ## server is paused (SIGSTOP): it costs no CPU until a test leases it.
-POOL_SERVERS ?= 8
+POOL_SERVERS ?= 12
 test: test-deps kubepool
 	$(BIN)/kubepool -servers $(POOL_SERVERS) -server-with-flags --watch-cache=false -- $(MAKE) --no-print-directory -j5 test-e2e test-race test-race-rest test-pure test-modules
 

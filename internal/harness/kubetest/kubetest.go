@@ -10,6 +10,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -117,11 +118,24 @@ func Start(t testing.TB, opts ...Option) *Server {
 	return startOwn(t, s.local)
 }
 
+// dirName is name with what a directory name should not hold replaced,
+// cut to a length a path can afford.
+func dirName(name string) string {
+	name = strings.Map(func(r rune) rune {
+		if r == '-' || r == '_' || r >= '0' && r <= '9' || r >= 'A' && r <= 'Z' || r >= 'a' && r <= 'z' {
+			return r
+		}
+		return '_'
+	}, name)
+	return name[:min(len(name), 60)]
+}
+
 func startOwn(t testing.TB, o kubelocal.Options) *Server {
 	t.Helper()
 	// Not t.TempDir: etcd may still be writing when the testing package
 	// removes it, and a failing test should be able to show the logs first.
-	dir, err := os.MkdirTemp("", "kubetest-")
+	// Named after the test, as the processes' command lines then show.
+	dir, err := os.MkdirTemp("", "kubetest-"+dirName(t.Name())+"-")
 	if err != nil {
 		t.Fatalf("kubetest: %v", err)
 	}
