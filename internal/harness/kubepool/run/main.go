@@ -34,7 +34,9 @@ func main() {
 	flag.Parse()
 	dir, err := os.MkdirTemp("", "kubepool-")
 	if err == nil {
-		err = kubepool.Run(dir, append(make([][]string, *servers), flagged...), flag.Args())
+		// The flagged servers start first: each is the only one its tests
+		// can lease, and a test that finds it not ready yet starts its own.
+		err = kubepool.Run(dir, append(flagged, make([][]string, *servers)...), flag.Args())
 	}
 	var exit *exec.ExitError
 	switch {
