@@ -45,9 +45,9 @@ test-e2e:
 ## test-race: the long packages that start goroutines, under the race detector. -vet=off: lint, which runs first,
 ## vets the same packages with every analyzer and the same -race build; -ldflags=-w: test binaries without DWARF
 ## link about a quarter faster. -p 2 -parallel 3: two packages, and three parallel tests of each, at a time: most of
-## them wait on API servers and faults, not on a core, and beside e2e the machine has no core to spare for a third
-## package. go test starts packages in the order given: the longest first, so that none of them starts last and
-## becomes the tail.
+## them wait on API servers and faults, not on a core, and beside the other jobs the machine has no core to spare
+## for a third package. go test starts packages in the order given: the longest first, so that none of them starts
+## last and becomes the tail.
 MODULE := github.com/k8sevents/otel-k8sevents
 SLOW_PKGS := exporter/k8seventexporter receiver/k8seventsreceiver extension/k8stokenauthextension \
 	internal/harness/kubetest receiver/k8seventsotlpreceiver
