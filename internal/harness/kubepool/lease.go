@@ -57,6 +57,7 @@ func Acquire(ctx context.Context, dir string, flags []string) (*Lease, error) {
 		}
 		l, err := lease(ctx, slot, lock, st)
 		if err != nil {
+			pause(st.PIDs) // free again, so paused like every free server
 			lock.Close()
 			return nil, fmt.Errorf("kubepool: lease %s: %w", slot, err)
 		}

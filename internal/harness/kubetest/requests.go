@@ -66,3 +66,15 @@ func (q Requests) Minus(before Requests) Requests {
 	}
 	return out
 }
+
+// Writes is the count of write requests (POST, PATCH and PUT), whatever
+// their response code.
+func (q Requests) Writes() int64 {
+	var n int64
+	for k, v := range q {
+		if verb, _, _ := strings.Cut(k, " "); verb == "POST" || verb == "PATCH" || verb == "PUT" {
+			n += v
+		}
+	}
+	return n
+}
