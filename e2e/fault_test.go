@@ -29,7 +29,8 @@ const faultSpeed = 8
 // processor state, persistent queue), B is down
 // for 30 s in the middle of a 75 s storm, with the replicaset burst (a few
 // hundred singletons) inside the outage, and comes back on the same etcd
-// while the storm goes on. finish_after is 10 s of processing time: series
+// before the storm's last fifth is sent (the replay holds it until B is
+// back, however long a loaded machine takes to restart B). finish_after is 10 s of processing time: series
 // start, grow and finish during the outage as well as after it, and all
 // have finished before the SIGTERM, so no count reaches B only through the
 // shutdown flush (with the default 6m every open series would get one more
@@ -41,7 +42,7 @@ func TestFaultDestinationDownMidStorm(t *testing.T) {
 	occs := faultStorm(t, 10*time.Minute, 3*time.Minute, 12*time.Second)
 	rig := newFaultRig(ctx, t, "midstorm", occs, mirrorSpec{api: "events.k8s.io/v1", storage: "on", finishAfter: "10s", fastRetry: true}, kubetest.OwnServer())
 	c := rig.collector(t)
-	run := rig.storm(ctx, faultSpeed)
+	run := rig.stormAroundOutage(ctx, faultSpeed)
 
 	// Down once a fifth of the storm is sent and some of it written.
 	eventually(t, time.Minute, func() (bool, string) {
@@ -56,6 +57,7 @@ func TestFaultDestinationDownMidStorm(t *testing.T) {
 	finishedInOutage := finishedRecords(c.scrape(t)) - finishedAtStop
 	outage := rig.restartDestination(t, down)
 	sentAtRestart := run.log.sent()
+	run.release()
 
 	st := run.wait(ctx, t)
 	t.Logf("storm: %d occurrences in %v; B down after %d sent, back after %d (down %v); %v finished records emitted while B was down",
@@ -150,7 +152,8 @@ func TestFaultThrottledByEventRateLimit(t *testing.T) {
 // checkpoint, processor state, persistent queue), B goes down mid-storm;
 // once writes are being retried the collector is SIGKILLed, started again
 // at once while B is still down (it must retry what its queue kept), and B
-// comes back 30 s after it went down. finish_after is 10 s, as in the
+// comes back 30 s after it went down, before the storm's last fifth is
+// sent. finish_after is 10 s, as in the
 // mid-storm test, so that most counts reach B through finished records,
 // not the shutdown flush; after the storm, a SIGTERM flushes the series
 // still open into the persistent queue and a third run writes them.
@@ -168,7 +171,7 @@ func TestFaultCollectorKilledWithRetriesPending(t *testing.T) {
 	occs := faultStorm(t, 10*time.Minute, 3*time.Minute, 12*time.Second)
 	rig := newFaultRig(ctx, t, "kill", occs, mirrorSpec{api: "events.k8s.io/v1", storage: "on", finishAfter: "10s", fastRetry: true}, kubetest.OwnServer())
 	first := rig.collector(t)
-	run := rig.storm(ctx, faultSpeed)
+	run := rig.stormAroundOutage(ctx, faultSpeed)
 
 	eventually(t, time.Minute, func() (bool, string) {
 		w := first.scrape(t).Pipeline().Writes
@@ -184,6 +187,7 @@ func TestFaultCollectorKilledWithRetriesPending(t *testing.T) {
 	awaitOutageEnd(ctx, t, down)
 	outage := rig.restartDestination(t, down)
 	sentAtRestart := run.log.sent()
+	run.release()
 
 	st := run.wait(ctx, t)
 	t.Logf("storm: %d occurrences in %v; killed after %d sent, B back after %d (down %v)", st.Occurrences, st.Elapsed.Round(time.Millisecond),

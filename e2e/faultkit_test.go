@@ -91,6 +91,7 @@ func (l *sendLog) within(from, to time.Time) int64 {
 // stormRun is a Raw replay of a storm into the source API server, under way.
 type stormRun struct {
 	log  sendLog
+	hold chan struct{} // closed by release
 	done chan struct{}
 	st   stormsend.Stats
 	err  error
@@ -99,17 +100,23 @@ type stormRun struct {
 // startRawStorm replays occs into cfg's API server as an emitter without
 // compression does (stormsend.Raw: one Event per distinct event, its count
 // patched at every occurrence, one write per occurrence), so the source
-// holds exactly the occurrences sent.
-func startRawStorm(ctx context.Context, cfg *rest.Config, occs []storm.Occurrence, speed float64) *stormRun {
-	r := &stormRun{done: make(chan struct{})}
+// holds exactly the occurrences sent. With holdAt positive, the replay
+// waits before occurrence holdAt until release is called.
+func startRawStorm(ctx context.Context, cfg *rest.Config, occs []storm.Occurrence, speed float64, holdAt int) *stormRun {
+	r := &stormRun{hold: make(chan struct{}), done: make(chan struct{})}
+	opts := stormsend.Options{Speed: speed, MaxDuration: 2 * time.Minute, Progress: r.log.record}
+	if holdAt > 0 {
+		opts.Hold, opts.HoldAt = r.hold, holdAt
+	}
 	go func() {
 		defer close(r.done)
-		r.st, r.err = stormsend.Raw(ctx, cfg, occs, stormsend.Options{
-			Speed: speed, MaxDuration: 2 * time.Minute, Progress: r.log.record,
-		})
+		r.st, r.err = stormsend.Raw(ctx, cfg, occs, opts)
 	}()
 	return r
 }
+
+// release lets a held replay go on.
+func (r *stormRun) release() { close(r.hold) }
 
 // wait is the replay's result once it ended; it fails the test on an error.
 func (r *stormRun) wait(ctx context.Context, t *testing.T) stormsend.Stats {

@@ -89,7 +89,14 @@ func (rig *faultRig) collector(t *testing.T) *collector {
 
 // storm starts the Raw replay of the rig's storm into A.
 func (rig *faultRig) storm(ctx context.Context, speed float64) *stormRun {
-	return startRawStorm(ctx, rig.srcSrv.RESTConfig(), rig.occs, speed)
+	return startRawStorm(ctx, rig.srcSrv.RESTConfig(), rig.occs, speed, 0)
+}
+
+// stormAroundOutage starts the replay with its last fifth held until
+// run.release: however long the outage and the restart take on a loaded
+// machine, part of the storm comes after B is back.
+func (rig *faultRig) stormAroundOutage(ctx context.Context, speed float64) *stormRun {
+	return startRawStorm(ctx, rig.srcSrv.RESTConfig(), rig.occs, speed, len(rig.occs)*4/5)
 }
 
 // stopDestination stops B's API server (etcd keeps running) and returns when.

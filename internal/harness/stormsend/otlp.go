@@ -53,7 +53,7 @@ func OTLP(ctx context.Context, endpoint string, occs []storm.Occurrence, opts Op
 		// fast replay still sends full batches.
 		ld := plog.NewLogs()
 		now, j := time.Now(), i
-		for ; j < len(r.occs) && j-i < batchSize && (j == i || !r.due(j).After(now)); j++ {
+		for ; j < len(r.occs) && j-i < batchSize && (j == i || !r.due(j).After(now) && !r.holds(j)); j++ {
 			ev := r.occs[j].Event()
 			ev.Time = r.stamp(ev.Time)
 			k8sevent.Encode(&ev, ld.ResourceLogs().AppendEmpty().ScopeLogs().AppendEmpty().LogRecords().AppendEmpty())

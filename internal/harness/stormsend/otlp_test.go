@@ -147,6 +147,38 @@ func TestOTLPPacesAtSpeed(t *testing.T) {
 	assert.Equal(t, 3, k, "every occurrence sent")
 }
 
+// TestOTLPHolds: a held replay sends nothing from HoldAt on until Hold is
+// closed, and the rest keeps its pacing from then: at speed 4, occurrence 3
+// (1 s after occurrence 2 in the stream) is due 250 ms after the release.
+func TestOTLPHolds(t *testing.T) {
+	c := &collector{}
+	addr := startCollector(t, c)
+	hold := make(chan struct{})
+	sent := make(chan int, 100)
+	done := make(chan error, 1)
+	go func() {
+		_, err := OTLP(context.Background(), addr, stream("shop", 4, time.Second), Options{
+			Speed: 4, Hold: hold, HoldAt: 3, Progress: func(s Stats) { sent <- s.Occurrences },
+		})
+		done <- err
+	}()
+	for n := range sent {
+		if n >= 3 {
+			require.Equal(t, 3, n, "occurrences sent before the release")
+			break
+		}
+	}
+	require.Len(t, c.events(t), 3, "records received before the release")
+	released := time.Now()
+	close(hold)
+	require.NoError(t, <-done)
+	require.Len(t, c.events(t), 4, "every occurrence sent after the release")
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	last := c.arrived[len(c.arrived)-1]
+	assert.False(t, last.Before(released.Add(250*time.Millisecond)), "the last occurrence arrived %v after the release", last.Sub(released))
+}
+
 func TestOTLPBounds(t *testing.T) {
 	c := &collector{}
 	addr := startCollector(t, c)
@@ -172,6 +204,8 @@ func TestOTLPBounds(t *testing.T) {
 	require.ErrorContains(t, err, "speed")
 	_, err = OTLP(context.Background(), addr, nil, Options{MaxEvents: -1})
 	require.ErrorContains(t, err, "max events")
+	_, err = OTLP(context.Background(), addr, nil, Options{HoldAt: -1})
+	require.ErrorContains(t, err, "hold at")
 }
 
 func TestOTLPFailsWhenNobodyListens(t *testing.T) {

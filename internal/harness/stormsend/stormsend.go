@@ -28,6 +28,11 @@ type Options struct {
 	MaxDuration time.Duration // hard bound on the replay's wall time; 0 means 10 minutes
 	Restamp     bool          // occurrence times become "now" (wall time when sent), for processing-time pipelines
 	Progress    func(Stats)   // called at most once a second and once at the end; nil: none
+	// Hold, when not nil, stops the replay before occurrence HoldAt (0-based)
+	// until Hold is closed: a test can keep part of a storm for after a
+	// fault it causes. The replay's pacing and deadline move by the time held.
+	Hold   <-chan struct{}
+	HoldAt int
 	// Credentials of OTLP's gRPC connection (TLS); nil: plaintext.
 	Credentials credentials.TransportCredentials
 }
@@ -61,6 +66,7 @@ type replay struct {
 	occs     []storm.Occurrence
 	start    time.Time
 	deadline time.Time
+	held     time.Duration // time waited on Options.Hold; due times are later by as much
 	c        counters
 	stop     chan struct{} // closes the progress goroutine
 	stopped  chan struct{}
@@ -74,6 +80,8 @@ func newReplay(occs []storm.Occurrence, opts Options) (*replay, error) {
 		return nil, fmt.Errorf("max events %d: want 0 (all) or more", opts.MaxEvents)
 	case opts.MaxDuration < 0:
 		return nil, fmt.Errorf("max duration %v: want 0 (10 minutes) or more", opts.MaxDuration)
+	case opts.HoldAt < 0:
+		return nil, fmt.Errorf("hold at %d: want an occurrence's index", opts.HoldAt)
 	}
 	if opts.MaxDuration == 0 {
 		opts.MaxDuration = defaultMaxDuration
@@ -118,17 +126,40 @@ func (r *replay) stats() Stats {
 // occurrence, divided by the speed, after the start.
 func (r *replay) due(i int) time.Time {
 	if r.opts.Speed == 0 {
-		return r.start
+		return r.start.Add(r.held)
 	}
 	gap := float64(r.occs[i].Time.Sub(r.occs[0].Time)) / r.opts.Speed
 	// Anything beyond the deadline is as good as the deadline; capped, the
 	// conversion cannot overflow.
-	return r.start.Add(time.Duration(min(gap, float64(r.opts.MaxDuration+time.Second))))
+	return r.start.Add(r.held + time.Duration(min(gap, float64(r.opts.MaxDuration+time.Second))))
 }
 
-// wait sleeps until occurrence i is due; it ends early with ctx's error,
+// holds says whether the replay waits on Options.Hold before occurrence i.
+func (r *replay) holds(i int) bool {
+	return r.opts.Hold != nil && i == r.opts.HoldAt
+}
+
+// wait sleeps until occurrence i is due. Before an occurrence the replay
+// holds at, it first waits for Options.Hold to close, and the stream's gap
+// before that occurrence then counts from the release: every later
+// occurrence is due later by the time held. It ends early with ctx's error,
 // or with errMaxDuration when the occurrence is due after the deadline.
 func (r *replay) wait(ctx context.Context, i int) error {
+	if r.holds(i) {
+		paused := r.due(max(i-1, 0))
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-r.opts.Hold:
+		}
+		d := time.Since(paused)
+		r.held += d
+		r.deadline = r.deadline.Add(d)
+	}
+	return r.waitDue(ctx, i)
+}
+
+func (r *replay) waitDue(ctx context.Context, i int) error {
 	at := r.due(i)
 	if at.After(r.deadline) {
 		at = r.deadline
