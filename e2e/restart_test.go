@@ -18,8 +18,9 @@ import (
 	"github.com/k8sevents/otel-k8sevents/internal/harness/stormsend"
 )
 
-// restartDowntime is how long the collector stays down while the storm goes
-// on: long enough for a few dozen occurrences to land in A unseen.
+// restartDowntime is how long the collector stays down at least while the
+// storm goes on (and until the storm has sent more): long enough for a few
+// dozen occurrences to land in A unseen.
 const restartDowntime = 3 * time.Second
 
 // restartRun is one storm through a mirror that is stopped midway.
@@ -53,15 +54,17 @@ func runRestart(t *testing.T, srvA, srvB *kubetest.Server, run restartRun) (mirr
 		namespaces: nss, storage: filepath.Join(dir, "storage")}
 	first := startCollector(t, dir, spec.config())
 
+	// The storm's last third waits until the collector is down, so that
+	// part of it lands in A unseen however long the stop takes.
 	var sent atomic.Int64
 	type result struct {
 		st  stormsend.Stats
 		err error
 	}
-	done := make(chan result, 1)
+	done, hold := make(chan result, 1), make(chan struct{})
 	go func() {
 		st, err := stormsend.Record(ctx, srvA.RESTConfig(), run.occs, stormsend.Options{
-			Speed: 12, MaxDuration: 2 * time.Minute,
+			Speed: 12, MaxDuration: 2 * time.Minute, Hold: hold, HoldAt: len(run.occs) * 2 / 3,
 			Progress: func(s stormsend.Stats) { sent.Store(int64(s.Occurrences)) },
 		}, run.recorder)
 		done <- result{st, err}
@@ -84,11 +87,11 @@ func runRestart(t *testing.T, srvA, srvB *kubetest.Server, run restartRun) (mirr
 	} else {
 		require.NoError(t, first.Stop(time.Minute), "SIGTERM")
 	}
-	select {
-	case r := <-done:
-		t.Fatalf("the storm ended (%d occurrences) before the collector was down: lengthen it", r.st.Occurrences)
-	case <-time.After(restartDowntime):
-	}
+	close(hold)
+	time.Sleep(restartDowntime)
+	eventually(t, time.Minute, func() (bool, string) {
+		return sent.Load() > sentAtStop, fmt.Sprintf("storm sent %d, as many as at the stop", sent.Load())
+	})
 	sentAtRestart := sent.Load()
 	second := startCollector(t, dir, spec.config())
 
