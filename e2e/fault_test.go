@@ -42,7 +42,7 @@ func TestFaultDestinationDownMidStorm(t *testing.T) {
 	occs := faultStorm(t, 10*time.Minute, 3*time.Minute, 12*time.Second)
 	rig := newFaultRig(ctx, t, "midstorm", occs, mirrorSpec{api: "events.k8s.io/v1", storage: "on", finishAfter: "10s", fastRetry: true}, kubetest.OwnServer())
 	c := rig.collector(t)
-	run := rig.stormAroundOutage(ctx, faultSpeed)
+	run := rig.heldStorm(ctx, faultSpeed, len(occs)*4/5)
 
 	// Down once a fifth of the storm is sent and some of it written.
 	eventually(t, time.Minute, func() (bool, string) {
@@ -171,7 +171,7 @@ func TestFaultCollectorKilledWithRetriesPending(t *testing.T) {
 	occs := faultStorm(t, 10*time.Minute, 3*time.Minute, 12*time.Second)
 	rig := newFaultRig(ctx, t, "kill", occs, mirrorSpec{api: "events.k8s.io/v1", storage: "on", finishAfter: "10s", fastRetry: true}, kubetest.OwnServer())
 	first := rig.collector(t)
-	run := rig.stormAroundOutage(ctx, faultSpeed)
+	run := rig.heldStorm(ctx, faultSpeed, len(occs)*4/5)
 
 	eventually(t, time.Minute, func() (bool, string) {
 		w := first.scrape(t).Pipeline().Writes

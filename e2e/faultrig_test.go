@@ -92,11 +92,11 @@ func (rig *faultRig) storm(ctx context.Context, speed float64) *stormRun {
 	return startRawStorm(ctx, rig.srcSrv.RESTConfig(), rig.occs, speed, 0)
 }
 
-// stormAroundOutage starts the replay with its last fifth held until
-// run.release: however long the outage and the restart take on a loaded
-// machine, part of the storm comes after B is back.
-func (rig *faultRig) stormAroundOutage(ctx context.Context, speed float64) *stormRun {
-	return startRawStorm(ctx, rig.srcSrv.RESTConfig(), rig.occs, speed, len(rig.occs)*4/5)
+// heldStorm starts the replay with occurrence holdAt and the rest held until
+// run.release: however long a fault takes to set up on a loaded machine,
+// that part of the storm comes after it.
+func (rig *faultRig) heldStorm(ctx context.Context, speed float64, holdAt int) *stormRun {
+	return startRawStorm(ctx, rig.srcSrv.RESTConfig(), rig.occs, speed, holdAt)
 }
 
 // stopDestination stops B's API server (etcd keeps running) and returns when.

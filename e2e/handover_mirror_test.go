@@ -51,6 +51,14 @@ func newHandoverMirror(ctx context.Context, t *testing.T, name string) *handover
 	return &handoverMirror{rig: rig, kubeconfig: rig.srcSrv.Kubeconfig(t)}
 }
 
+// heldStorm starts the storm with its last third held until run.release,
+// which each test calls once its fault is in place: the fault comes
+// mid-storm however long the pod takes to start and write on a loaded
+// machine (awaitMidStorm waits for a third of it).
+func (h *handoverMirror) heldStorm(ctx context.Context) *stormRun {
+	return h.rig.heldStorm(ctx, handoverSpeed, len(h.rig.occs)*2/3)
+}
+
 // start runs the pod once more (the environment deploy/collector.yaml sets,
 // with a kubeconfig instead of the in-cluster account).
 func (h *handoverMirror) start(t *testing.T) *collector {
@@ -146,11 +154,12 @@ func TestHandOverMirrorRollout(t *testing.T) {
 	h := newHandoverMirror(ctx, t, "rollout")
 	cost := h.viaProxy(t)
 	c := h.start(t)
-	run := h.rig.storm(ctx, handoverSpeed)
+	run := h.heldStorm(ctx)
 	awaitMidStorm(t, c, run, len(h.rig.occs))
 	sentAtStop := run.log.sent()
 	stop := time.Now()
 	require.NoError(t, c.Stop(time.Minute), "SIGTERM")
+	run.release()
 	c = h.start(t)
 	pause := awaitEmitting(t, c, stop)
 	r, drops, sink, sent := h.finish(ctx, t, c, run, "rollout")
@@ -177,11 +186,12 @@ func TestHandOverMirrorCrash(t *testing.T) {
 	defer cancel()
 	h := newHandoverMirror(ctx, t, "crash")
 	c := h.start(t)
-	run := h.rig.storm(ctx, handoverSpeed)
+	run := h.heldStorm(ctx)
 	awaitMidStorm(t, c, run, len(h.rig.occs))
 	sentAtKill := run.log.sent()
 	c.Kill()
 	killed := time.Now()
+	run.release()
 	c = h.start(t)
 	pause := awaitEmitting(t, c, killed)
 	r, drops, sink, sent := h.finish(ctx, t, c, run, "crash")
@@ -210,7 +220,7 @@ func TestHandOverMirrorLeaseLost(t *testing.T) {
 	proxy := cost.proxy
 
 	c := h.start(t)
-	run := h.rig.storm(ctx, handoverSpeed)
+	run := h.heldStorm(ctx)
 	awaitMidStorm(t, c, run, len(h.rig.occs))
 	cut := proxy.Add(faultproxy.Rule{Action: faultproxy.Reset})
 	cutAt, sentAtCut := time.Now(), run.log.sent()
@@ -226,6 +236,7 @@ func TestHandOverMirrorLeaseLost(t *testing.T) {
 		return time.Now().After(expires), fmt.Sprintf("lease renewed at %v", l.Spec.RenewTime.Format("15:04:05.000"))
 	})
 	// The storm goes on while nobody leads.
+	run.release()
 	eventually(t, time.Minute, func() (bool, string) {
 		return run.log.sent() >= sentAtCut+100, fmt.Sprintf("sent %d since the cut", run.log.sent()-sentAtCut)
 	})
