@@ -111,11 +111,13 @@ func (rig *tier2Rig) tier1(t *testing.T, pods ...*tier2Pod) (*collector, string)
 }
 
 // send replays occs to a tier-1 collector at handoverSpeed, in the
-// background; the storm's timestamps are kept (one occurrence each).
-func send(ctx context.Context, endpoint string, occs []storm.Occurrence, log *sendLog) chan error {
+// background; the storm's timestamps are kept (one occurrence each). With
+// hold not nil, occurrence holdAt and the rest wait until it is closed.
+func send(ctx context.Context, endpoint string, occs []storm.Occurrence, log *sendLog, hold <-chan struct{}, holdAt int) chan error {
 	done := make(chan error, 1)
 	go func() {
-		st, err := stormsend.OTLP(ctx, endpoint, occs, stormsend.Options{Speed: handoverSpeed, MaxDuration: 2 * time.Minute, Progress: log.record})
+		st, err := stormsend.OTLP(ctx, endpoint, occs, stormsend.Options{Speed: handoverSpeed, MaxDuration: 2 * time.Minute,
+			Progress: log.record, Hold: hold, HoldAt: holdAt})
 		if err == nil && st.Writes != int64(len(occs)) {
 			err = fmt.Errorf("%d of %d records accepted", st.Writes, len(occs))
 		}
@@ -231,13 +233,22 @@ func tier2Restart(t *testing.T, name string, crash bool) (rig *tier2Rig, r tier2
 	defer cancel()
 	rig = newTier2Rig(ctx, t, name, 3, "")
 	lb, endpoint := rig.tier1(t, rig.pods...)
+	// The storm's second half waits until pod 1 has written, and the stop
+	// comes once it flows: the pod goes down while records reach it, and
+	// half a storm is left for tier 1 to keep for it, however long a loaded
+	// machine takes to start the pods.
 	var log sendLog
-	done := send(rig.acc.withToken(ctx), endpoint, rig.occs, &log)
+	hold, half := make(chan struct{}), len(rig.occs)/2
+	done := send(rig.acc.withToken(ctx), endpoint, rig.occs, &log, hold, half)
 
 	victim := rig.pods[1]
 	eventually(t, time.Minute, func() (bool, string) {
 		w := victim.c.scrape(t).Pipeline().Writes
 		return log.sent() >= int64(len(rig.occs)/3) && w > 0, fmt.Sprintf("storm sent %d of %d, pod 1 writes %v", log.sent(), len(rig.occs), w)
+	})
+	close(hold)
+	eventually(t, time.Minute, func() (bool, string) {
+		return log.sent() > int64(half), fmt.Sprintf("storm sent %d of %d", log.sent(), len(rig.occs))
 	})
 	sentAtStop, stop := log.sent(), time.Now()
 	if crash {
@@ -343,7 +354,7 @@ func TestHandOverTier2Scale(t *testing.T) {
 	var log sendLog
 	phase := func(parts []storm.Occurrence, pods ...*tier2Pod) {
 		lb, endpoint := rig.tier1(t, pods...)
-		require.NoError(t, <-send(rig.acc.withToken(ctx), endpoint, parts, &log))
+		require.NoError(t, <-send(rig.acc.withToken(ctx), endpoint, parts, &log, nil, 0))
 		require.NoError(t, lb.Stop(time.Minute), "tier 1 drains its queues")
 	}
 	phase(parts[0], rig.pods...)
