@@ -12,9 +12,13 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
 
+	"github.com/k8sevents/otel-k8sevents/internal/ctxwait"
 	"github.com/k8sevents/otel-k8sevents/internal/harness/storm"
 	"github.com/k8sevents/otel-k8sevents/internal/harness/stormsend"
 	"github.com/k8sevents/otel-k8sevents/internal/k8sevent"
@@ -131,55 +135,112 @@ func (r *stormRun) wait(ctx context.Context, t *testing.T) stormsend.Stats {
 	return r.st
 }
 
-// countMonitor reads the destination's Events that keep accepts (one
+// countMonitor follows the destination's Events that keep accepts (one
 // reporting controller in the storm's namespaces: the set the final
-// comparison reads, so an object outside it is not taken for one gone)
-// once a second and records every object whose count went down between two
-// reads: a count never goes down, whatever fails. Reads that fail (the
-// server is down) are skipped.
+// comparison reads, so an object outside it is not taken for one gone) and
+// records every object whose count went down: a count never goes down,
+// whatever fails. It lists them, then watches from the list's
+// resourceVersion, so it sees every change the API server made; when the
+// watch ends (the server was stopped, the resourceVersion is too old) it
+// lists again, once a second while the server is down, and compares the
+// list with what it saw last.
 type countMonitor struct {
 	mu    sync.Mutex
-	last  map[string]int64 // namespace/name → count last read
+	last  map[string]int64 // namespace/name → count last seen
 	drops []string
-	reads int
-	stop  chan struct{}
+	reads int // lists and watch events seen
+	stop  context.CancelFunc
 	done  chan struct{}
 }
 
+// watchCounts starts following cs's Events; cs needs no client timeout
+// (kubetest.Server.WatchClientset).
 func watchCounts(cs kubernetes.Interface, keep func(*corev1.Event) bool) *countMonitor {
-	m := &countMonitor{last: map[string]int64{}, stop: make(chan struct{}), done: make(chan struct{})}
+	ctx, stop := context.WithCancel(context.Background())
+	m := &countMonitor{last: map[string]int64{}, stop: stop, done: make(chan struct{})}
 	go func() {
 		defer close(m.done)
-		tick := time.NewTicker(time.Second)
-		defer tick.Stop()
-		for {
-			m.read(cs, keep)
-			select {
-			case <-m.stop:
-				return
-			case <-tick.C:
+		for ctx.Err() == nil {
+			rv, err := m.list(ctx, cs, keep)
+			if err == nil {
+				err = m.watch(ctx, cs, keep, rv)
+			}
+			if err != nil {
+				_ = ctxwait.Sleep(ctx, time.Second)
 			}
 		}
 	}()
 	return m
 }
 
-func (m *countMonitor) read(cs kubernetes.Interface, keep func(*corev1.Event) bool) {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+// list reads every Event keep accepts and returns the list's resourceVersion.
+func (m *countMonitor) list(ctx context.Context, cs kubernetes.Interface, keep func(*corev1.Event) bool) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	counts, err := objectCounts(ctx, cs, keep)
+	l, err := cs.CoreV1().Events("").List(ctx, metav1.ListOptions{})
 	if err != nil {
-		return
+		return "", err
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.reads++
-	for key, n := range counts {
-		if prev, ok := m.last[key]; ok && n < prev {
-			m.drops = append(m.drops, fmt.Sprintf("%s: %d then %d", key, prev, n))
+	for i := range l.Items {
+		if keep(&l.Items[i]) {
+			m.see(&l.Items[i])
 		}
-		m.last[key] = n
 	}
+	return l.ResourceVersion, nil
+}
+
+// watch follows the Events from rv, in watches that the API server ends
+// after watchSpan (a server being stopped waits for its open watches to
+// end), each going on from the last resourceVersion seen. It returns when
+// a watch cannot be opened or fails (the server is down, rv is too old):
+// the next list compares what it finds with what was seen.
+func (m *countMonitor) watch(ctx context.Context, cs kubernetes.Interface, keep func(*corev1.Event) bool, rv string) error {
+	const watchSpan = 2 // seconds
+	for ctx.Err() == nil {
+		w, err := cs.CoreV1().Events("").Watch(ctx, metav1.ListOptions{ResourceVersion: rv, AllowWatchBookmarks: true, TimeoutSeconds: ptr.To[int64](watchSpan)})
+		if err != nil {
+			return err
+		}
+		rv, err = m.follow(w, keep, rv)
+		if err != nil {
+			return err
+		}
+	}
+	return ctx.Err()
+}
+
+// follow reads one watch to its end and returns the last resourceVersion
+// seen.
+func (m *countMonitor) follow(w watch.Interface, keep func(*corev1.Event) bool, rv string) (string, error) {
+	defer w.Stop()
+	for e := range w.ResultChan() {
+		ev, ok := e.Object.(*corev1.Event)
+		if !ok { // an error status: the watch ends here
+			return rv, fmt.Errorf("watch: %v", e.Object)
+		}
+		rv = ev.ResourceVersion
+		if e.Type == watch.Bookmark || e.Type == watch.Deleted || !keep(ev) {
+			continue
+		}
+		m.mu.Lock()
+		m.reads++
+		m.see(ev)
+		m.mu.Unlock()
+	}
+	return rv, nil
+}
+
+// see records ev's count, and a drop when it is below the last one seen.
+// The caller holds m.mu.
+func (m *countMonitor) see(ev *corev1.Event) {
+	key, n := ev.Namespace+"/"+ev.Name, k8sevent.CoreV1Occurrences(ev)
+	if prev, ok := m.last[key]; ok && n < prev {
+		m.drops = append(m.drops, fmt.Sprintf("%s: %d then %d", key, prev, n))
+	}
+	m.last[key] = n
 }
 
 // objectCounts is the count of every Event keep accepts, by namespace/name.
@@ -206,10 +267,10 @@ func (m *countMonitor) snapshot() map[string]int64 {
 	return out
 }
 
-// finish stops the reads and returns the drops seen and how many reads
-// succeeded.
+// finish stops following and returns the drops seen and how many lists
+// and watch events were read.
 func (m *countMonitor) finish() (drops []string, reads int) {
-	close(m.stop)
+	m.stop()
 	<-m.done
 	m.mu.Lock()
 	defer m.mu.Unlock()

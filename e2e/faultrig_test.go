@@ -69,7 +69,7 @@ func newFaultRig(ctx context.Context, t *testing.T, name string, occs []storm.Oc
 	}
 	rig.spec = spec
 	rig.before = eventWritesOf(ctx, t, rig.src, rig.dst)
-	rig.counts = watchCounts(rig.dst, ourEventsIn(spec.controller, rig.nss))
+	rig.counts = watchCounts(rig.dstSrv.WatchClientset(t), ourEventsIn(spec.controller, rig.nss))
 	t.Cleanup(func() {
 		select {
 		case <-rig.counts.done:
