@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
@@ -16,6 +17,9 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
+	watchtools "k8s.io/client-go/tools/watch"
+	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
 
 	"github.com/k8sevents/otel-k8sevents/internal/ctxwait"
@@ -140,10 +144,11 @@ func (r *stormRun) wait(ctx context.Context, t *testing.T) stormsend.Stats {
 // comparison reads, so an object outside it is not taken for one gone) and
 // records every object whose count went down: a count never goes down,
 // whatever fails. It lists them, then watches from the list's
-// resourceVersion, so it sees every change the API server made; when the
-// watch ends (the server was stopped, the resourceVersion is too old) it
-// lists again, once a second while the server is down, and compares the
-// list with what it saw last.
+// resourceVersion, so it sees every change the API server made, across
+// a stop of the server too; when the watch cannot go on (the
+// resourceVersion is too old after a restart) it lists again, once a
+// second until the server answers, and compares the list with what it saw
+// last.
 type countMonitor struct {
 	mu    sync.Mutex
 	last  map[string]int64 // namespace/name → count last seen
@@ -192,37 +197,31 @@ func (m *countMonitor) list(ctx context.Context, cs kubernetes.Interface, keep f
 	return l.ResourceVersion, nil
 }
 
-// watch follows the Events from rv, in watches that the API server ends
-// after watchSpan (a server being stopped waits for its open watches to
-// end), each going on from the last resourceVersion seen. It returns when
-// a watch cannot be opened or fails (the server is down, rv is too old):
-// the next list compares what it finds with what was seen.
+// watch follows the Events from rv with client-go's RetryWatcher, which
+// opens a new watch from the last resourceVersion seen whenever one ends,
+// also while the server is down. Each watch asks the server to end it
+// after watchSpan: a server being stopped waits for its open watches. It
+// returns when the RetryWatcher gives up (rv is too old after a restart:
+// the next list compares what it finds with what was seen) or ctx ends.
 func (m *countMonitor) watch(ctx context.Context, cs kubernetes.Interface, keep func(*corev1.Event) bool, rv string) error {
-	const watchSpan = 2 // seconds
-	for ctx.Err() == nil {
-		w, err := cs.CoreV1().Events("").Watch(ctx, metav1.ListOptions{ResourceVersion: rv, AllowWatchBookmarks: true, TimeoutSeconds: ptr.To[int64](watchSpan)})
-		if err != nil {
-			return err
-		}
-		rv, err = m.follow(w, keep, rv)
-		if err != nil {
-			return err
-		}
+	const watchSpan = int64(2) // seconds
+	lw := &cache.ListWatch{WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+		opts.TimeoutSeconds = ptr.To(watchSpan)
+		return cs.CoreV1().Events("").Watch(ctx, opts)
+	}}
+	// Its "Watch failed" lines, once a second while the server is down,
+	// would only bury a failing test's output.
+	w, err := watchtools.NewRetryWatcherWithContext(klog.NewContext(ctx, logr.Discard()), rv, lw)
+	if err != nil {
+		return err
 	}
-	return ctx.Err()
-}
-
-// follow reads one watch to its end and returns the last resourceVersion
-// seen.
-func (m *countMonitor) follow(w watch.Interface, keep func(*corev1.Event) bool, rv string) (string, error) {
 	defer w.Stop()
 	for e := range w.ResultChan() {
 		ev, ok := e.Object.(*corev1.Event)
-		if !ok { // an error status: the watch ends here
-			return rv, fmt.Errorf("watch: %v", e.Object)
+		if !ok { // an error status: the RetryWatcher stops
+			return fmt.Errorf("watch: %v", e.Object)
 		}
-		rv = ev.ResourceVersion
-		if e.Type == watch.Bookmark || e.Type == watch.Deleted || !keep(ev) {
+		if e.Type == watch.Deleted || !keep(ev) {
 			continue
 		}
 		m.mu.Lock()
@@ -230,7 +229,7 @@ func (m *countMonitor) follow(w watch.Interface, keep func(*corev1.Event) bool, 
 		m.see(ev)
 		m.mu.Unlock()
 	}
-	return rv, nil
+	return ctx.Err()
 }
 
 // see records ev's count, and a drop when it is below the last one seen.
