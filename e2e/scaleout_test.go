@@ -42,7 +42,10 @@ func TestScaleOut(t *testing.T) {
 	tier1, tier2 := readyConfig(t, "tier1-loadbalancer.yaml"), readyConfig(t, "tier2-processor.yaml")
 	srv := kubetest.Start(t)
 	cs := srv.Clientset()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	// Its waits are bounded by progress (awaitExported), not by a total: on
+	// a machine loaded with the other tests, or building from cold caches,
+	// the exporters' writes alone take minutes. This bound only backs them.
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
 	require.NoError(t, stormsend.EnsureNamespaces(ctx, cs, occs))
 	acc := newTierAccess(t, srv)
