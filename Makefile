@@ -76,10 +76,12 @@ test-pure:
 	$(NORACE) -count=1 -timeout 30m $(addprefix ./,$(PURE_PKGS))
 	$(NORACE) -count=1 -timeout 30m -run '^($(REPLAY_TESTS))$$' ./processor/eventseriesprocessor
 
+## test-modules: the other Go modules' tests, under the race detector; -vet=off and -ldflags=-w as in test-race
+## (lint vets every module with every analyzer).
 test-modules:
 	cd recorder && $(GO) test -race -vet=off -ldflags=-w -count=1 -timeout 10m .  # ./example has no tests: vet and e2e/recorder_test.go build it
-	cd tools/image && GOWORK=off $(GO) test -race -count=1 -timeout 5m .  # make image's builder; e2e/image_test.go checks its image
-	cd tools/helm && GOWORK=off $(GO) test -race -count=1 -timeout 10m .  # the Helm chart: deploy/ is its output; installed on a real API server
+	cd tools/image && GOWORK=off $(GO) test -race -vet=off -ldflags=-w -count=1 -timeout 5m .  # make image's builder; e2e/image_test.go checks its image
+	cd tools/helm && GOWORK=off $(GO) test -race -vet=off -ldflags=-w -count=1 -timeout 10m .  # the Helm chart: deploy/ is its output; installed on a real API server
 
 # test-deps: what make test needs before its tests, two jobs at a time. The API server and the distribution
 # share most of their packages (tools/kube requires the distribution's versions, docs/versions.md), so the
