@@ -73,6 +73,7 @@ func TestDeployManifests(t *testing.T) {
 		"POD_NAME=otel-k8sevents-0", "STORAGE_DIR=" + filepath.Join(dir, "storage"),
 	}
 	c := startCollectorEnv(t, dir, cm.Data["config.yaml"], env)
+	c.awaitWatchOpen(t) // initial: none; the first occurrence must come after the list
 
 	// One pod's BackOff Event, written as a recorder without compression
 	// does: created, then its count patched, 5 occurrences in all.

@@ -194,10 +194,7 @@ func newSigkillRig(ctx context.Context, t *testing.T) *sigkillRig {
 	require.NoError(t, proxy.WriteKubeconfig(viaProxy))
 	rig.cfg = fmt.Sprintf(sigkillConfig, storage, srv.Kubeconfig(t), sigkillController, viaProxy)
 	rig.start()
-	eventually(t, time.Minute, func() (bool, string) {
-		n := rig.c.scrape(t).Sum("otelcol_receiver_k8sevents_watches_open")
-		return n == 1, fmt.Sprintf("receiver watches open: %v", n)
-	})
+	rig.c.awaitWatchOpen(t)
 	return rig
 }
 

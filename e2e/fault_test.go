@@ -37,7 +37,7 @@ const faultSpeed = 8
 // record after the outage, which repairs a write lost in it).
 func TestFaultDestinationDownMidStorm(t *testing.T) {
 	parallel(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	occs := faultStorm(t, 10*time.Minute, 3*time.Minute, 12*time.Second)
 	rig := newFaultRig(ctx, t, "midstorm", occs, mirrorSpec{api: "events.k8s.io/v1", storage: "on", finishAfter: "10s", fastRetry: true}, kubetest.OwnServer())
@@ -83,7 +83,7 @@ func TestFaultDestinationDownMidStorm(t *testing.T) {
 // took them, and the processor's timers wait for that answer).
 func TestFaultDestinationDownAsStormEnds(t *testing.T) {
 	parallel(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	occs := faultStorm(t, 4*time.Minute, 2*time.Minute, 8*time.Second)
 	rig := newFaultRig(ctx, t, "stormend", occs, mirrorSpec{api: "events.k8s.io/v1", storage: "on", finishAfter: "5s", fastRetry: true}, kubetest.OwnServer())
@@ -125,7 +125,7 @@ func TestFaultDestinationDownAsStormEnds(t *testing.T) {
 // the shutdown.
 func TestFaultThrottledByEventRateLimit(t *testing.T) {
 	parallel(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	occs := faultStorm(t, 4*time.Minute, 2*time.Minute, 8*time.Second)
 	rig := newFaultRig(ctx, t, "ratelimit", occs, mirrorSpec{api: "v1", finishAfter: "5s", fastRetry: true},
@@ -166,7 +166,7 @@ func TestFaultThrottledByEventRateLimit(t *testing.T) {
 // however late the kill or a save comes, so the test runs in parallel.
 func TestFaultCollectorKilledWithRetriesPending(t *testing.T) {
 	parallel(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	occs := faultStorm(t, 10*time.Minute, 3*time.Minute, 12*time.Second)
 	rig := newFaultRig(ctx, t, "kill", occs, mirrorSpec{api: "events.k8s.io/v1", storage: "on", finishAfter: "10s", fastRetry: true}, kubetest.OwnServer())

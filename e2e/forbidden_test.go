@@ -37,7 +37,7 @@ const startingWrites = 4
 // and nothing was dropped for good (logPipeline).
 func TestExactDestinationStartingAnswers403(t *testing.T) {
 	parallel(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	occs := faultStorm(t, 4*time.Minute, 2*time.Minute, 8*time.Second)
 	rig := newFaultRig(ctx, t, "starting403", occs, mirrorSpec{api: "events.k8s.io/v1", storage: "on", finishAfter: "5s", fastRetry: true}, kubetest.OwnServer())

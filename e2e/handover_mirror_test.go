@@ -149,7 +149,7 @@ func assertSink(t *testing.T, sink sinkResult, r mirrorResult, bound int64) {
 // series, nothing re-emitted to the sink.
 func TestHandOverMirrorRollout(t *testing.T) {
 	parallel(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	h := newHandoverMirror(ctx, t, "rollout")
 	cost := h.viaProxy(t)
@@ -182,7 +182,7 @@ func TestHandOverMirrorRollout(t *testing.T) {
 // crashWindow before the kill (each such record states at least one of
 // those occurrences).
 func TestHandOverMirrorCrash(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	h := newHandoverMirror(ctx, t, "crash")
 	c := h.start(t)
@@ -213,7 +213,7 @@ func TestHandOverMirrorCrash(t *testing.T) {
 // so nothing is emitted twice.
 func TestHandOverMirrorLeaseLost(t *testing.T) {
 	parallel(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	h := newHandoverMirror(ctx, t, "leaselost")
 	cost := h.viaProxy(t)

@@ -153,6 +153,20 @@ func (c *collector) scrape(t testing.TB) collectorproc.Metrics {
 	return m
 }
 
+// awaitWatchOpen waits until the collector's receiver has its watch open
+// (the watches_open gauge is 1). With initial: none the receiver begins at
+// the resourceVersion of its first list, which comes a moment after the
+// collector reports healthy, longer on a loaded machine: an Event written
+// before it counts as existing and is never emitted. One written once the
+// watch is open always is.
+func (c *collector) awaitWatchOpen(t testing.TB) {
+	t.Helper()
+	eventually(t, 2*time.Minute, func() (bool, string) {
+		n := c.scrape(t).Sum("otelcol_receiver_k8sevents_watches_open")
+		return n == 1, fmt.Sprintf("receiver watches open: %v", n)
+	})
+}
+
 // eventually polls cond every 200 ms until it holds or timeout passes; the
 // last message cond returned explains a failure.
 func eventually(t testing.TB, timeout time.Duration, cond func() (bool, string)) {

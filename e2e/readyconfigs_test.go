@@ -49,7 +49,8 @@ func readyServer(t *testing.T) (context.Context, *kubetest.Server) {
 // startReady runs the ready configuration file on srv, with the test's env
 // (NAME=value) over the shared settings: kubeconfig auth, storage in a temp
 // dir, series that end 2 s after their last occurrence. It returns once
-// the start marker is in markerOut: the receiver's watch is up.
+// the receiver's watch is open and the start marker, written after that, is
+// in markerOut: the whole pipeline carries what is written from then on.
 func startReady(ctx context.Context, t *testing.T, srv *kubetest.Server, file, markerOut string, env ...string) *readyRun {
 	t.Helper()
 	cfg, err := os.ReadFile(filepath.Join("../testdata/config", file))
@@ -58,6 +59,7 @@ func startReady(ctx context.Context, t *testing.T, srv *kubetest.Server, file, m
 	env = append([]string{"K8S_AUTH_TYPE=kubeConfig", "KUBECONFIG=" + srv.Kubeconfig(t), "STORAGE_DIR=" + dir,
 		"POD_IP=127.0.0.1", "SERIES_FINISH_AFTER=2s"}, env...)
 	run := &readyRun{srv: srv, dir: dir, c: startCollectorEnv(t, dir, string(cfg), env)}
+	run.c.awaitWatchOpen(t) // a marker written before the receiver's list would never be seen
 	sendRaw(ctx, t, srv, startMarker())
 	awaitPairs(t, pairsOf(startMarker()), markerOut)
 	return run
