@@ -33,6 +33,7 @@ import (
 	"syscall"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
@@ -138,6 +139,13 @@ func publish(ctx context.Context, c *kubelocal.Cluster, flags []string) error {
 	if err := waitForService(ctx, cs); err != nil {
 		return err
 	}
+	// A reset waits until no Event is left: an Event the API server
+	// recorded about itself while starting (a loaded machine makes one
+	// likelier) would be part of the baseline and fail every lease of
+	// this server, so it goes before the baseline is taken.
+	if err := deleteEvents(ctx, cs); err != nil {
+		return err
+	}
 	var st slotState
 	if st.Revision, err = newEtcd(c.EtcdEndpoint()).revision(ctx); err != nil {
 		return err
@@ -156,6 +164,24 @@ func publish(ctx context.Context, c *kubelocal.Cluster, flags []string) error {
 	}
 	pause(st.PIDs)
 	return os.Rename(tmp, filepath.Join(c.Dir(), slotStateFile))
+}
+
+// deleteEvents deletes every core/v1 Event (events.k8s.io/v1 shows the
+// same objects), saying on stderr which, as they are not expected.
+func deleteEvents(ctx context.Context, cs kubernetes.Interface) error {
+	list, err := cs.CoreV1().Events("").List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return fmt.Errorf("list the Events of a new server: %w", err)
+	}
+	for _, ev := range list.Items {
+		fmt.Fprintf(os.Stderr, "kubepool: deleting Event %s/%s (%s: %s) made while the server started\n",
+			ev.Namespace, ev.Name, ev.Reason, ev.Message)
+		err := cs.CoreV1().Events(ev.Namespace).Delete(ctx, ev.Name, metav1.DeleteOptions{})
+		if err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("delete Event %s/%s of a new server: %w", ev.Namespace, ev.Name, err)
+		}
+	}
+	return nil
 }
 
 // waitForService waits until the API server has made its default/kubernetes

@@ -169,7 +169,12 @@ func reset(ctx context.Context, c *kubelocal.Cluster, st slotState) error {
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("reset: the API server still shows namespaces %v and %d+ Events: %w", have, len(events.Items), ctx.Err())
+			left := ""
+			if len(events.Items) > 0 {
+				ev := events.Items[0]
+				left = fmt.Sprintf(" (%s/%s: %s, %s)", ev.Namespace, ev.Name, ev.Reason, ev.Message)
+			}
+			return fmt.Errorf("reset: the API server still shows namespaces %v and %d+ Events%s: %w", have, len(events.Items), left, ctx.Err())
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
