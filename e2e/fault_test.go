@@ -73,10 +73,11 @@ func TestFaultDestinationDownMidStorm(t *testing.T) {
 	assertFaultPromise(t, r, int64(st.Occurrences), drops)
 }
 
-// TestFaultDestinationDownAsStormEnds: B goes down as the storm ends, with
-// finish_after 5s in processing time, so that the last record of every
-// series (finished) is emitted while B is down and must be written after it
-// is back. The test waits until the processor holds nothing open and the
+// TestFaultDestinationDownAsStormEnds: B goes down as the storm ends (its
+// last tenth is held until B is down), with finish_after 5s in processing
+// time, so that the last record (finished) of the series the held tenth
+// touches, and of any other not finished by the stop, is emitted while B
+// is down and must be written after it is back. The test waits until the processor holds nothing open and the
 // exporter has met the outage; B stays down 30 s in all. With storage, as
 // mirror.yaml: the persistent queue takes the finished records while B is
 // down (without a queue the exporter answers the processor only once B
@@ -88,9 +89,18 @@ func TestFaultDestinationDownAsStormEnds(t *testing.T) {
 	occs := faultStorm(t, 4*time.Minute, 2*time.Minute, 8*time.Second)
 	rig := newFaultRig(ctx, t, "stormend", occs, mirrorSpec{api: "events.k8s.io/v1", storage: "on", finishAfter: "5s", fastRetry: true}, kubetest.OwnServer())
 	c := rig.collector(t)
-	st := rig.storm(ctx, faultSpeed).wait(ctx, t)
+	// B goes down once all but the storm's last tenth is sent; that tenth
+	// is held until B is down, so its series finish during the outage
+	// however long stopping B takes on a loaded machine.
+	holdAt := len(occs) * 9 / 10
+	run := rig.heldStorm(ctx, faultSpeed, holdAt)
+	eventually(t, 5*time.Minute, func() (bool, string) {
+		return run.log.sent() >= int64(holdAt), fmt.Sprintf("storm sent %d of %d", run.log.sent(), holdAt)
+	})
 	down := rig.stopDestination(ctx, t)
 	finishedAtStop := finishedRecords(c.scrape(t))
+	run.release()
+	st := run.wait(ctx, t)
 
 	// Every series finishes (5 s after its last occurrence) during the
 	// outage; on a machine too slow for that within 30 s, the outage lasts
