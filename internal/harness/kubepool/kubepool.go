@@ -140,9 +140,10 @@ func publish(ctx context.Context, c *kubelocal.Cluster, flags []string) error {
 		return err
 	}
 	// A reset waits until no Event is left: an Event the API server
-	// recorded about itself while starting (a loaded machine makes one
-	// likelier) would be part of the baseline and fail every lease of
-	// this server, so it goes before the baseline is taken.
+	// recorded about itself while starting (its ClusterIP repair loop
+	// records ClusterIPNotAllocated when it runs before the allocator has
+	// seen default/kubernetes) would be part of the baseline and fail every
+	// lease of this server, so it goes before the baseline is taken.
 	if err := deleteEvents(ctx, cs); err != nil {
 		return err
 	}
