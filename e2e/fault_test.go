@@ -26,15 +26,15 @@ import (
 const faultSpeed = 8
 
 // TestFaultDestinationDownMidStorm: with file_storage (receiver checkpoint,
-// processor state, persistent queue), B is down
-// for 30 s in the middle of a 75 s storm, with the replicaset burst (a few
-// hundred singletons) inside the outage, and comes back on the same etcd
-// before the storm's last fifth is sent (the replay holds it until B is
-// back, however long a loaded machine takes to restart B). finish_after is 10 s of processing time: series
-// start, grow and finish during the outage as well as after it, and all
-// have finished before the SIGTERM, so no count reaches B only through the
-// shutdown flush (with the default 6m every open series would get one more
-// record after the outage, which repairs a write lost in it).
+// processor state, persistent queue), B is down for 30 s in the middle of a
+// 75 s storm, with the replicaset burst (a few hundred singletons) inside
+// the outage, and comes back on the same etcd before the storm's last fifth
+// is sent (the replay holds it until B is back, however long a loaded
+// machine takes to restart B). finish_after is 10 s of processing time:
+// series start, grow and finish during the outage as well as after it, and
+// all have finished before the SIGTERM, so no count reaches B only through
+// the shutdown flush (with the default 6m every open series would get one
+// more record after the outage, which repairs a write lost in it).
 func TestFaultDestinationDownMidStorm(t *testing.T) {
 	parallel(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
@@ -76,12 +76,13 @@ func TestFaultDestinationDownMidStorm(t *testing.T) {
 // TestFaultDestinationDownAsStormEnds: B goes down as the storm ends (its
 // last tenth is held until B is down), with finish_after 5s in processing
 // time, so that the last record (finished) of the series the held tenth
-// touches, and of any other not finished by the stop, is emitted while B
-// is down and must be written after it is back. The test waits until the processor holds nothing open and the
-// exporter has met the outage; B stays down 30 s in all. With storage, as
-// mirror.yaml: the persistent queue takes the finished records while B is
-// down (without a queue the exporter answers the processor only once B
-// took them, and the processor's timers wait for that answer).
+// touches, and of any other not finished by the stop, is emitted while B is
+// down and must be written after it is back. The test waits until the
+// processor holds nothing open and the exporter has met the outage; B stays
+// down 30 s in all. With storage, as mirror.yaml: the persistent queue takes
+// the finished records while B is down (without a queue the exporter answers
+// the processor only once B took them, and the processor's timers wait for
+// that answer).
 func TestFaultDestinationDownAsStormEnds(t *testing.T) {
 	parallel(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
