@@ -29,6 +29,12 @@ type Config struct {
 	KubeConfig string `mapstructure:"kubeconfig"`
 	// Context is the kubeconfig context; empty means its current one.
 	Context string `mapstructure:"context"`
+
+	// InProcess, when set, is the client configuration itself, whatever
+	// auth_type says: an in-process harness (the fault simulator) reaches
+	// its API server model through it. Never read from a configuration
+	// file.
+	InProcess func() *rest.Config `mapstructure:"-"`
 }
 
 // Validate checks the auth type.
@@ -42,6 +48,9 @@ func (c Config) Validate() error {
 
 // RESTConfig builds the client configuration.
 func (c Config) RESTConfig() (*rest.Config, error) {
+	if c.InProcess != nil {
+		return c.InProcess(), nil
+	}
 	switch c.AuthType {
 	case AuthKubeConfig:
 		rules := clientcmd.NewDefaultClientConfigLoadingRules()

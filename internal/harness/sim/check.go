@@ -1,0 +1,201 @@
+package sim
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// seriesKey is what the checker sums counts by: the Event's namespace,
+// the object it is about and its reason.
+type seriesKey struct {
+	Namespace, Kind, Name, Reason string
+}
+
+func (k seriesKey) String() string {
+	return fmt.Sprintf("%s/%s/%s %s", k.Namespace, k.Kind, k.Name, k.Reason)
+}
+
+// ledger is what the cluster and the apps made, per key: the truth the
+// written Events are checked against.
+type ledger struct {
+	mu       sync.Mutex
+	order    []seriesKey
+	entries  map[seriesKey]*entry
+	rejected map[string]int // per app: records refused in a partial success
+}
+
+type entry struct {
+	made    int         // occurrences the cluster recorded (watched sources)
+	taken   int         // records an app was told were taken (OTLP)
+	unknown int         // records an app gave up on without an answer: counted at most once
+	refused int         // records an app was told were refused for good
+	times   []time.Time // when occurrences were made or sent first
+}
+
+func newLedger() *ledger {
+	return &ledger{entries: map[seriesKey]*entry{}, rejected: map[string]int{}}
+}
+
+// sent notes when an app sent a record of k first.
+func (l *ledger) sent(k seriesKey, at time.Time) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	e := l.get(k)
+	e.times = append(e.times, at)
+}
+
+// rejected notes records of an app that a receiver refused in a partial
+// success: every app of the simulator sends only where it may write.
+func (l *ledger) reject(app string, n int) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.rejected[app] += n
+}
+
+func (l *ledger) get(k seriesKey) *entry {
+	e := l.entries[k]
+	if e == nil {
+		e = &entry{}
+		l.entries[k] = e
+		l.order = append(l.order, k)
+	}
+	return e
+}
+
+func (l *ledger) made(k seriesKey, n int, at time.Time) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	e := l.get(k)
+	e.made += n
+	for range n {
+		e.times = append(e.times, at)
+	}
+}
+
+// answered notes an app's outcome for n records of k.
+func (l *ledger) answered(k seriesKey, taken, unknown, refused int) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	e := l.get(k)
+	e.taken += taken
+	e.unknown += unknown
+	e.refused += refused
+}
+
+// occurrences is what an Event object states, as kubectl reads it: its
+// series count, else its count, else one.
+func occurrences(ev *corev1.Event) int64 {
+	switch {
+	case ev.Series != nil && ev.Series.Count > 0:
+		return int64(ev.Series.Count)
+	case ev.Count > 0:
+		return int64(ev.Count)
+	}
+	return 1
+}
+
+func keyOf(ev *corev1.Event) seriesKey {
+	return seriesKey{Namespace: ev.Namespace, Kind: ev.InvolvedObject.Kind, Name: ev.InvolvedObject.Name, Reason: ev.Reason}
+}
+
+// Violation is one property a run broke.
+type Violation struct {
+	Property string // P1 ... P5
+	Detail   string
+}
+
+func (v Violation) String() string { return v.Property + ": " + v.Detail }
+
+// check holds the run's result against the ledger: the properties of the
+// pipeline's promise. controllers are the reporting controllers the
+// collectors write as.
+func (w *World) check(controllers ...string) []Violation {
+	ours := func(ev *corev1.Event) bool { return slices.Contains(controllers, ev.ReportingController) }
+	written := map[seriesKey]int64{}
+	objects := map[seriesKey]int{}
+	for _, ev := range w.api.Events() {
+		if ours(&ev) {
+			k := keyOf(&ev)
+			written[k] += occurrences(&ev)
+			objects[k]++
+		}
+	}
+	var out []Violation
+	w.ledger.mu.Lock()
+	keys := slices.Clone(w.ledger.order)
+	w.ledger.mu.Unlock()
+	for _, k := range keys {
+		e := w.ledger.entries[k]
+		got := written[k]
+		low, high := int64(e.made+e.taken), int64(e.made+e.taken+e.unknown)
+		switch {
+		case got < low:
+			out = append(out, Violation{"P1", fmt.Sprintf("%s: written counts add up to %d, %d occurrences were accepted (lost %d)", k, got, low, low-got)})
+		case got > high:
+			out = append(out, Violation{"P2", fmt.Sprintf("%s: written counts add up to %d, at most %d could be (counted %d twice)", k, got, high, got-high)})
+		}
+		if e.refused > 0 {
+			out = append(out, Violation{"P0", fmt.Sprintf("%s: %d records its client may write were refused for good", k, e.refused)})
+		}
+		delete(written, k)
+	}
+	for k, got := range written {
+		out = append(out, Violation{"P1", fmt.Sprintf("%s: written counts add up to %d, nothing was made for it", k, got)})
+	}
+	for app, n := range w.ledger.rejected {
+		out = append(out, Violation{"P0", fmt.Sprintf("app %s: %d records it may write were rejected (partial success)", app, n)})
+	}
+	out = append(out, w.checkNeverDown(ours)...)
+	sort.Slice(out, func(i, j int) bool { return out[i].String() < out[j].String() })
+	return out
+}
+
+// checkNeverDown is P5: no write of the collectors lowered an object's count.
+func (w *World) checkNeverDown(ours func(*corev1.Event) bool) []Violation {
+	var out []Violation
+	for _, wr := range w.api.Writes() {
+		if wr.Before == nil || wr.After == nil || !ours(wr.After) {
+			continue
+		}
+		if before, after := occurrences(wr.Before), occurrences(wr.After); after < before {
+			out = append(out, Violation{"P5", fmt.Sprintf("%s %s/%s at resourceVersion %s: count %d -> %d", wr.Verb, wr.Namespace, wr.Name, wr.ResourceVersion, before, after)})
+		}
+	}
+	return out
+}
+
+// report is a failing run's story: the schedule, what happened, the
+// violations and the Events written.
+func (w *World) report(v []Violation) string {
+	var b strings.Builder
+	for _, x := range v {
+		fmt.Fprintln(&b, x)
+	}
+	fmt.Fprintln(&b, "what happened:")
+	for _, l := range w.log {
+		fmt.Fprintln(&b, "  "+l)
+	}
+	return b.String()
+}
+
+// written counts the objects the collectors wrote and their writes.
+func (w *World) written(controllers ...string) (objects, writes int) {
+	for _, ev := range w.api.Events() {
+		if slices.Contains(controllers, ev.ReportingController) {
+			objects++
+		}
+	}
+	for _, wr := range w.api.Writes() {
+		if ev := cmp.Or(wr.After, wr.Before); ev != nil && slices.Contains(controllers, ev.ReportingController) {
+			writes++
+		}
+	}
+	return objects, writes
+}
