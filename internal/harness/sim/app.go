@@ -58,7 +58,8 @@ func (a *app) send(evs []k8sevent.Event) {
 	req := appRequest{ld: ld}
 	for i := range evs {
 		k8sevent.Encode(&evs[i], lrs.AppendEmpty())
-		k := seriesKey{Namespace: evs[i].Regarding.Namespace, Kind: evs[i].Regarding.Kind, Name: evs[i].Regarding.Name, Reason: evs[i].Reason}
+		k := seriesKey{Namespace: evs[i].Regarding.Namespace, Kind: evs[i].Regarding.Kind, Name: evs[i].Regarding.Name, Reason: evs[i].Reason,
+			Controller: evs[i].ReportingController}
 		req.keys = append(req.keys, k)
 		a.w.ledger.sent(k, time.Now())
 	}

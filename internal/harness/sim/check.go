@@ -12,14 +12,26 @@ import (
 	corev1 "k8s.io/api/core/v1"
 )
 
-// seriesKey is what the checker sums counts by: the Event's namespace,
-// the object it is about and its reason.
+// seriesKey is what a source keeps recording: the Event's namespace, the
+// object it is about, its reason and the source's reporting controller.
+// Written Events are summed by object (the controller left out: the
+// exporter writes its own).
 type seriesKey struct {
-	Namespace, Kind, Name, Reason string
+	Namespace, Kind, Name, Reason, Controller string
 }
 
 func (k seriesKey) String() string {
-	return fmt.Sprintf("%s/%s/%s %s", k.Namespace, k.Kind, k.Name, k.Reason)
+	s := fmt.Sprintf("%s/%s/%s %s", k.Namespace, k.Kind, k.Name, k.Reason)
+	if k.Controller != "" {
+		s += " by " + k.Controller
+	}
+	return s
+}
+
+// object is k without its controller: what a written Event is summed by.
+func (k seriesKey) object() seriesKey {
+	k.Controller = ""
+	return k
 }
 
 // ledger is what the cluster and the apps made, per key: the truth the
@@ -37,6 +49,8 @@ type entry struct {
 	unknown int         // records an app gave up on without an answer: counted at most once
 	refused int         // records an app was told were refused for good
 	times   []time.Time // when occurrences were made or sent first
+	arrived []arrival   // when a processor took a record of the key
+	splits  int         // series a configuration change may have ended early
 }
 
 func newLedger() *ledger {
@@ -76,6 +90,16 @@ func (l *ledger) made(k seriesKey, n int, at time.Time) {
 	e.made += n
 	for range n {
 		e.times = append(e.times, at)
+	}
+}
+
+// arrived notes keys whose records a processor took at at.
+func (l *ledger) arrived(keys []seriesKey, at time.Time, finishAfter time.Duration) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, k := range keys {
+		e := l.get(k)
+		e.arrived = append(e.arrived, arrival{at: at, finishAfter: finishAfter})
 	}
 }
 
@@ -127,12 +151,27 @@ func (w *World) check(controllers ...string) []Violation {
 			objects[k]++
 		}
 	}
-	var out []Violation
+	// What the sources made, per object: the sums, and the series bound.
+	made := map[seriesKey]*entry{}
+	bound := map[seriesKey]int{}
 	w.ledger.mu.Lock()
-	keys := slices.Clone(w.ledger.order)
+	var keys []seriesKey
+	for _, k := range w.ledger.order {
+		e, obj := w.ledger.entries[k], k.object()
+		if made[obj] == nil {
+			made[obj] = &entry{}
+			keys = append(keys, obj)
+		}
+		made[obj].made += e.made
+		made[obj].taken += e.taken
+		made[obj].unknown += e.unknown
+		made[obj].refused += e.refused
+		bound[obj] += seriesBound(e.arrived) + e.splits
+	}
 	w.ledger.mu.Unlock()
+	var out []Violation
 	for _, k := range keys {
-		e := w.ledger.entries[k]
+		e := made[k]
 		got := written[k]
 		low, high := int64(e.made+e.taken), int64(e.made+e.taken+e.unknown)
 		switch {
@@ -140,6 +179,9 @@ func (w *World) check(controllers ...string) []Violation {
 			out = append(out, Violation{"P1", fmt.Sprintf("%s: written counts add up to %d, %d occurrences were accepted (lost %d)", k, got, low, low-got)})
 		case got > high:
 			out = append(out, Violation{"P2", fmt.Sprintf("%s: written counts add up to %d, at most %d could be (counted %d twice)", k, got, high, got-high)})
+		}
+		if objects[k] > bound[k] {
+			out = append(out, Violation{"P3", fmt.Sprintf("%s: %d objects written, its records made at most %d series", k, objects[k], bound[k])})
 		}
 		if e.refused > 0 {
 			out = append(out, Violation{"P0", fmt.Sprintf("%s: %d records its client may write were refused for good", k, e.refused)})

@@ -41,7 +41,7 @@ type SourceSeries struct {
 }
 
 func (s SourceSeries) key() seriesKey {
-	return seriesKey{Namespace: s.Namespace, Kind: "Pod", Name: s.Pod, Reason: s.Reason}
+	return seriesKey{Namespace: s.Namespace, Kind: "Pod", Name: s.Pod, Reason: s.Reason, Controller: s.Controller}
 }
 
 // emitters are the cluster's own components, writing their Events straight
@@ -50,6 +50,7 @@ type emitters struct {
 	w      *World
 	series []SourceSeries
 	state  []emitState
+	stamps int64 // occurrences stamped so far
 }
 
 type emitState struct {
@@ -75,7 +76,8 @@ func (e *emitters) emit(ctx context.Context, i, n int) error {
 	if e.w.shape != ShapeMirror {
 		evs := make([]k8sevent.Event, n)
 		for j := range evs {
-			evs[j] = appEvent(s, now.Add(time.Duration(j)))
+			e.stamps++ // an app stamps each occurrence with the nanosecond it happened: never two alike
+			evs[j] = appEvent(s, now.Add(time.Duration(e.stamps)))
 		}
 		e.w.app(s.Controller).send(evs)
 		return nil
@@ -83,9 +85,9 @@ func (e *emitters) emit(ctx context.Context, i, n int) error {
 	var err error
 	switch s.Style {
 	case StyleCount:
-		err = e.emitCount(ctx, s, st, n, now)
+		err = e.emitCount(ctx, s, st, i, n, now)
 	case StyleSeries:
-		err = e.emitSeries(ctx, s, st, n, now)
+		err = e.emitSeries(ctx, s, st, i, n, now)
 	case StyleEach:
 		for range n {
 			st.made++
@@ -103,10 +105,10 @@ func (e *emitters) emit(ctx context.Context, i, n int) error {
 	return nil
 }
 
-func (e *emitters) emitCount(ctx context.Context, s SourceSeries, st *emitState, n int, now time.Time) error {
+func (e *emitters) emitCount(ctx context.Context, s SourceSeries, st *emitState, i, n int, now time.Time) error {
 	events := e.w.admin.CoreV1().Events(s.Namespace)
 	if st.name == "" {
-		st.name = fmt.Sprintf("%s.%s", s.Pod, strings.ToLower(s.Reason))
+		st.name = fmt.Sprintf("%s.%s-%d", s.Pod, strings.ToLower(s.Reason), i)
 		st.count = int32(n)
 		_, err := events.Create(ctx, coreEvent(s, st.name, st.count, now), metav1.CreateOptions{})
 		return err
@@ -121,10 +123,10 @@ func (e *emitters) emitCount(ctx context.Context, s SourceSeries, st *emitState,
 	return err
 }
 
-func (e *emitters) emitSeries(ctx context.Context, s SourceSeries, st *emitState, n int, now time.Time) error {
+func (e *emitters) emitSeries(ctx context.Context, s SourceSeries, st *emitState, i, n int, now time.Time) error {
 	events := e.w.admin.EventsV1().Events(s.Namespace)
 	if st.name == "" {
-		st.name = fmt.Sprintf("%s.%s", s.Pod, strings.ToLower(s.Reason))
+		st.name = fmt.Sprintf("%s.%s-%d", s.Pod, strings.ToLower(s.Reason), i)
 		ev := &eventsv1.Event{
 			ObjectMeta: metav1.ObjectMeta{Name: st.name, Namespace: s.Namespace},
 			EventTime:  metav1.NewMicroTime(now), Type: corev1.EventTypeNormal, Reason: s.Reason, Action: "Observed",

@@ -100,3 +100,10 @@ func (l *lifeline) arm(kind string, n int, after bool) {
 	defer l.mu.Unlock()
 	l.crash = &crashPoint{kind: kind, n: l.counts[kind] + n, after: after}
 }
+
+// disarm removes a crash point not reached yet.
+func (l *lifeline) disarm() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.crash = nil
+}

@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"os"
 	"slices"
+	"strings"
 
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/config/configgrpc"
@@ -24,6 +26,8 @@ import (
 	"go.opentelemetry.io/collector/processor"
 	"go.opentelemetry.io/collector/processor/processortest"
 	"go.opentelemetry.io/collector/receiver/receivertest"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
@@ -83,7 +87,13 @@ func (p *process) start(ctx context.Context) error {
 	for i, c := range inc.components {
 		if err := c.Start(ctx, inc.host); err != nil {
 			inc.components = inc.components[:i]
+			crashed := !inc.life.ok()
+			inc.life.kill()
 			p.reap(inc)
+			if crashed {
+				p.w.logf("%s crashed while starting (incarnation %d): %v", p.name, p.incarnations, err)
+				return nil
+			}
 			return fmt.Errorf("sim: start %s: %w", p.name, err)
 		}
 	}
@@ -205,13 +215,12 @@ func (p *process) build(ctx context.Context, inc *incarnation) error {
 	}
 	var procs []component.Component
 	for _, id := range slices.Backward(pl.processors) {
-		proc, err := p.processor(ctx, inc, id, next)
+		proc, input, err := p.processor(ctx, id, next)
 		if err != nil {
 			return err
 		}
 		if proc != nil {
-			procs = append(procs, proc)
-			next = proc
+			procs, next = append(procs, proc), input
 		}
 	}
 	slices.Reverse(procs)
@@ -252,7 +261,7 @@ func (p *process) extension(ctx context.Context, inc *incarnation, id component.
 		}
 		setInProcess(cfg, p.inProcess(inc))
 		set := extensiontest.NewNopSettings(f.Type())
-		set.ID = id
+		set.ID, set.Logger = id, p.logger(id)
 		return f.Create(ctx, set, cfg)
 	case "health_check":
 		return nil, nil // nothing to simulate
@@ -270,7 +279,7 @@ func (p *process) exporter(ctx context.Context, inc *incarnation, id component.I
 		}
 		setInProcess(cfg, p.inProcess(inc))
 		set := exportertest.NewNopSettings(f.Type())
-		set.ID = id
+		set.ID, set.Logger = id, p.logger(id)
 		return f.CreateLogs(ctx, set, cfg)
 	case "debug":
 		return sinkExporter{}, nil // takes everything, as debug does
@@ -280,22 +289,28 @@ func (p *process) exporter(ctx context.Context, inc *incarnation, id component.I
 	return nil, fmt.Errorf("exporter %s: not simulated", id)
 }
 
-func (p *process) processor(ctx context.Context, inc *incarnation, id component.ID, next consumer.Logs) (processor.Logs, error) {
+// processor builds a processor; input is where the component before it
+// hands it records (a tap in front of eventseries).
+func (p *process) processor(ctx context.Context, id component.ID, next consumer.Logs) (proc processor.Logs, input consumer.Logs, err error) {
 	switch id.Type().String() {
 	case "eventseries":
 		f := eventseriesprocessor.NewFactory()
-		cfg := f.CreateDefaultConfig()
+		cfg := f.CreateDefaultConfig().(*eventseriesprocessor.Config)
 		if err := section(p.conf, "processors", id, cfg); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		p.w.configure(p.name, cfg)
 		set := processortest.NewNopSettings(f.Type())
-		set.ID = id
-		return f.CreateLogs(ctx, set, cfg, next)
+		set.ID, set.Logger = id, p.logger(id)
+		proc, err := f.CreateLogs(ctx, set, cfg, next)
+		if err != nil {
+			return nil, nil, err
+		}
+		return proc, tap{next: proc, w: p.w, finishAfter: cfg.Series.FinishAfter}, nil
 	case "memory_limiter":
-		return nil, nil // memory is not simulated: it passes everything
+		return nil, nil, nil // memory is not simulated: it passes everything
 	}
-	return nil, fmt.Errorf("processor %s: not simulated", id)
+	return nil, nil, fmt.Errorf("processor %s: not simulated", id)
 }
 
 func (p *process) receiver(ctx context.Context, inc *incarnation, id component.ID, next consumer.Logs) (component.Component, error) {
@@ -308,7 +323,7 @@ func (p *process) receiver(ctx context.Context, inc *incarnation, id component.I
 		}
 		setInProcess(cfg, p.inProcess(inc))
 		set := receivertest.NewNopSettings(f.Type())
-		set.ID = id
+		set.ID, set.Logger = id, p.logger(id)
 		return f.CreateLogs(ctx, set, cfg, next)
 	case "k8seventsotlp":
 		return p.otlpReceiver(ctx, inc, id, next)
@@ -337,7 +352,7 @@ func (p *process) otlpReceiver(ctx context.Context, inc *incarnation, id compone
 	cfg.Protocols.HTTP = configoptional.None[confighttp.ServerConfig]()
 	cfg.InProcess = p.inProcess(inc)
 	set := receivertest.NewNopSettings(f.Type())
-	set.ID = id
+	set.ID, set.Logger = id, p.logger(id)
 	recv, err := f.CreateLogs(ctx, set, cfg, next)
 	if err != nil {
 		return nil, err
@@ -385,3 +400,27 @@ func (sinkExporter) Capabilities() consumer.Capabilities          { return consu
 func (sinkExporter) ConsumeLogs(context.Context, plog.Logs) error { return nil }
 
 var _ exporter.Logs = sinkExporter{}
+
+// logger is a component's logger: the world's log when the simulator
+// runs with SIM_LOG set, else none.
+func (p *process) logger(id component.ID) *zap.Logger {
+	if !logComponents {
+		return zap.NewNop()
+	}
+	prefix := fmt.Sprintf("%s/%d %s", p.name, p.incarnations, id)
+	return zap.New(zapcore.NewCore(zapcore.NewConsoleEncoder(zapcore.EncoderConfig{MessageKey: "msg", LevelKey: "level",
+		EncodeLevel: zapcore.LowercaseLevelEncoder}), zapcore.AddSync(logWriter{p.w, prefix}), zapcore.DebugLevel))
+}
+
+// logComponents: SIM_LOG=1 puts every component's log into a run's story.
+var logComponents = os.Getenv("SIM_LOG") != ""
+
+type logWriter struct {
+	w      *World
+	prefix string
+}
+
+func (l logWriter) Write(b []byte) (int, error) {
+	l.w.logf("  %s: %s", l.prefix, strings.TrimRight(string(b), "\n"))
+	return len(b), nil
+}

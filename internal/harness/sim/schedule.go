@@ -149,7 +149,11 @@ func (s Start) apply(ctx context.Context, w *World) error {
 	if err != nil || p.inc != nil {
 		return err
 	}
-	return p.start(ctx)
+	if err := p.start(ctx); err != nil {
+		return err
+	}
+	w.logf("%s started (incarnation %d)", s.Proc, p.incarnations)
+	return nil
 }
 
 func (Compact) apply(_ context.Context, w *World) error {

@@ -1,7 +1,13 @@
 package sim
 
 import (
+	"io"
+	"os"
+	"strconv"
 	"testing"
+
+	"k8s.io/klog/v2"
+	"pgregory.net/rapid"
 )
 
 // runSchedule runs s and fails t with the run's story on any violation.
@@ -37,4 +43,86 @@ emit 1 1
 advance 10m
 emit 0 1
 `)
+}
+
+func TestMain(m *testing.M) {
+	klog.SetOutput(io.Discard)
+	klog.LogToStderr(false)
+	os.Exit(m.Run())
+}
+
+// TestSimSchedules runs generated schedules of every shape and checks the
+// pipeline's promise after each (-rapid.checks sets how many per shape).
+func TestSimSchedules(t *testing.T) {
+	for _, shape := range []Shape{ShapeMirror, ShapeIngest, ShapeTiers} {
+		t.Run(string(shape), func(t *testing.T) {
+			rapid.Check(t, func(rt *rapid.T) {
+				s := genSchedule(rt, shape)
+				res, err := Run(t, s)
+				if err != nil {
+					rt.Fatalf("schedule could not run: %v\n%s\n%s", err, s, res.Report)
+				}
+				if len(res.Violations) > 0 {
+					rt.Fatalf("schedule:\n%s\n%s", s, res.Report)
+				}
+			})
+		})
+	}
+}
+
+// TestSimReplay runs the schedule in the file $SIM_SCHEDULE (make sim
+// SCHEDULE=file), as many times as $SIM_REPEAT says (1 by default).
+func TestSimReplay(t *testing.T) {
+	file := os.Getenv("SIM_SCHEDULE")
+	if file == "" {
+		t.Skip("SIM_SCHEDULE names no schedule file")
+	}
+	text, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	repeat, _ := strconv.Atoi(os.Getenv("SIM_REPEAT"))
+	for range max(repeat, 1) {
+		runSchedule(t, string(text))
+	}
+}
+
+// TestSimSurvey (SIM_SURVEY=1; -rapid.checks schedules of each shape) runs
+// generated schedules without stopping at a failure, and prints how many
+// broke each property, with the shortest failing schedule of each: a map
+// of what to fix.
+func TestSimSurvey(t *testing.T) {
+	if os.Getenv("SIM_SURVEY") == "" {
+		t.Skip("SIM_SURVEY is not set")
+	}
+	for _, shape := range []Shape{ShapeMirror, ShapeIngest, ShapeTiers} {
+		failures := map[string]int{}
+		shortest := map[string]Schedule{}
+		runs := 0
+		t.Run(string(shape), func(t *testing.T) {
+			rapid.Check(t, func(rt *rapid.T) {
+				s := genSchedule(rt, shape)
+				res, err := Run(t, s)
+				runs++
+				seen := map[string]bool{}
+				if err != nil {
+					res.Violations = append(res.Violations, Violation{"run", err.Error()})
+				}
+				for _, v := range res.Violations {
+					if seen[v.Property] {
+						continue
+					}
+					seen[v.Property] = true
+					failures[v.Property]++
+					if old, ok := shortest[v.Property]; !ok || len(s.Steps) < len(old.Steps) {
+						shortest[v.Property] = s
+					}
+				}
+			})
+		})
+		t.Logf("%s: %d schedules", shape, runs)
+		for p, c := range failures {
+			t.Logf("  %s broken by %d; shortest:\n%s", p, c, shortest[p])
+		}
+	}
 }

@@ -30,7 +30,7 @@ type World struct {
 	procs map[string]*process
 	names []string // of procs, in creation order
 
-	mu     sync.Mutex // guards faults: transports read them from any goroutine
+	mu     sync.Mutex // guards faults and log: goroutines of every process use them
 	faults []*apiFault
 
 	overrides map[string]func(*eventseriesprocessor.Config)
@@ -61,7 +61,6 @@ const (
 	otlpAudience    = "otel-k8sevents"
 	mirrorCtrl      = "k8sevents.io/mirror"
 	ingestCtrl      = "k8sevents.io/otlp-ingestion"
-	settleQuantum   = time.Second
 	finalQuietSpell = 45 * time.Minute
 )
 
@@ -75,7 +74,9 @@ func newWorld(t testing.TB, shape Shape, replicas int) *World {
 	for _, ns := range []string{collectorNS, "team-a", "team-b"} {
 		api.CreateNamespace(ns)
 	}
-	admin, err := kubernetes.NewForConfig(api.RESTConfig(adminToken))
+	adminCfg := api.RESTConfig(adminToken)
+	adminCfg.QPS = -1 // the cluster's components are many: no client-side limit
+	admin, err := kubernetes.NewForConfig(adminCfg)
 	if err != nil {
 		t.Fatalf("sim: admin client: %v", err)
 	}
@@ -127,14 +128,16 @@ func (w *World) serviceAccountToken(name string) string { return "sa-token-" + n
 
 // configure applies the schedule's overrides of a process's eventseries
 // configuration (a config change between restarts).
-func (w *World) configure(proc string, cfg any) {
+func (w *World) configure(proc string, cfg *eventseriesprocessor.Config) {
 	if f := w.overrides[proc]; f != nil {
-		f(cfg.(*eventseriesprocessor.Config))
+		f(cfg)
 	}
 }
 
 // logf notes what happened, at the virtual time it happened.
 func (w *World) logf(format string, args ...any) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
 	w.log = append(w.log, fmt.Sprintf("%s %s", time.Now().UTC().Format("15:04:05.000"), fmt.Sprintf(format, args...)))
 }
 
@@ -142,6 +145,7 @@ func (w *World) logf(format string, args ...any) {
 // other, then reaps the processes that crashed at a crash point.
 func (w *World) settle() {
 	synctest.Wait()
+	w.expireFaults()
 	for _, name := range w.names {
 		if p := w.procs[name]; p.died() {
 			w.logf("%s crashed at its crash point", name)
@@ -150,14 +154,10 @@ func (w *World) settle() {
 	}
 }
 
-// advance moves the virtual clock, settling every quantum.
+// advance moves the virtual clock; everything due meanwhile runs.
 func (w *World) advance(d time.Duration) {
-	for d > 0 {
-		step := min(d, settleQuantum)
-		time.Sleep(step)
-		w.settle()
-		d -= step
-	}
+	time.Sleep(d)
+	w.settle()
 }
 
 // startAll starts every process that is down.
@@ -182,6 +182,12 @@ func (w *World) finish(ctx context.Context) {
 	w.api.SetReady(true)
 	for _, d := range w.disksOf() {
 		d.setFailing(false)
+	}
+	for _, name := range w.names {
+		if p := w.procs[name]; p.inc != nil {
+			p.inc.life.disarm()
+		}
+		w.procs[name].crashAt = nil
 	}
 	w.startAll(ctx)
 	for _, a := range w.apps {

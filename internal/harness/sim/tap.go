@@ -1,0 +1,62 @@
+package sim
+
+import (
+	"context"
+	"sort"
+	"time"
+
+	"go.opentelemetry.io/collector/consumer"
+	"go.opentelemetry.io/collector/pdata/plog"
+
+	"github.com/k8sevents/otel-k8sevents/internal/k8sevent"
+)
+
+// tap sits in front of an eventseries processor and notes, for each batch
+// it took, when each record's key arrived: a series can end only where its
+// records reached the processor further apart than series.finish_after,
+// which is what the one-object-per-series property is held to.
+type tap struct {
+	next        consumer.Logs
+	w           *World
+	finishAfter time.Duration
+}
+
+func (t tap) Capabilities() consumer.Capabilities { return t.next.Capabilities() }
+
+func (t tap) ConsumeLogs(ctx context.Context, ld plog.Logs) error {
+	var keys []seriesKey
+	for _, rl := range ld.ResourceLogs().All() {
+		for _, sl := range rl.ScopeLogs().All() {
+			for _, lr := range sl.LogRecords().All() {
+				if ev, _, found := k8sevent.Decode(rl.Resource(), lr, k8sevent.DecodeOptions{SkipTimes: true}); found {
+					keys = append(keys, seriesKey{Namespace: ev.ObjectNamespace(), Kind: ev.Regarding.Kind, Name: ev.Regarding.Name, Reason: ev.Reason,
+						Controller: ev.ReportingController})
+				}
+			}
+		}
+	}
+	err := t.next.ConsumeLogs(ctx, ld) // the processor owns ld from here
+	if err == nil {
+		t.w.ledger.arrived(keys, time.Now(), t.finishAfter)
+	}
+	return err
+}
+
+// seriesBound is how many series the records of one key can have made: one,
+// and one more at each gap between two arrivals longer than finish_after.
+func seriesBound(arrivals []arrival) int {
+	sort.Slice(arrivals, func(i, j int) bool { return arrivals[i].at.Before(arrivals[j].at) })
+	n := 0
+	for i, a := range arrivals {
+		if i == 0 || a.at.Sub(arrivals[i-1].at) > a.finishAfter {
+			n++
+		}
+	}
+	return n
+}
+
+// arrival is a record of a key taken by a processor.
+type arrival struct {
+	at          time.Time
+	finishAfter time.Duration
+}
