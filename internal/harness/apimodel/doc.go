@@ -1,0 +1,51 @@
+// Package apimodel is an in-process model of kube-apiserver for tests: the
+// part of its API the project's components use, served from memory behind
+// an http.RoundTripper (no socket), so that client-go's own behaviour (rate
+// limiter, Retry-After retries, watch decoding) runs for real against it. It
+// is test support (internal/harness) and never reaches the collector
+// binary.
+//
+// It serves, with the real server's answers (status, reason, causes and
+// messages), as the differential test in this package checks against a real
+// kube-apiserver:
+//
+//   - Events in core/v1 and events.k8s.io/v1 from one storage, with the
+//     conversions between them; create (validation of each API as the
+//     server validates it, generateName, 409 AlreadyExists, 404 for a
+//     missing namespace), get, list (field selectors each API supports,
+//     label selectors, limit and continue, the list's resourceVersion),
+//     watch (from a resourceVersion, ADDED, MODIFIED and DELETED in order,
+//     bookmarks when allowed, 410 Expired for a compacted resourceVersion,
+//     timeoutSeconds), update with a resourceVersion precondition, strategic
+//     merge, JSON merge and JSON patches (the server's own libraries), and
+//     delete; the Event TTL on the model's clock.
+//   - Namespaces (get, list, create), coordination.k8s.io/v1 Leases (what
+//     leader election needs: get, create, update with conflicts).
+//   - TokenReview (static and service account tokens, audiences, expiry)
+//     and SubjectAccessReview (the Allow rules).
+//   - Bearer token authentication (401; anonymous without a token), RBAC
+//     authorization by Allow rules (403 with the server's message), a
+//     server that is starting (SetReady), discovery, /version, /readyz,
+//     /healthz.
+//   - Faults (NewFaultTransport): error answers, timeouts before or after
+//     the request is applied, connection resets.
+//
+// One revision counter orders every write, as etcd's does. The Server
+// starts no goroutine: a request is answered in the caller's goroutine and a
+// watch by the goroutine that reads its body, which waits on channels and
+// timers only. So inside a testing/synctest bubble a watching goroutine is
+// durably blocked, virtual time advances, and nothing outlives a cancelled
+// request.
+//
+// Not modelled: managedFields and server-side apply, protobuf and CBOR,
+// dry run, fieldValidation=Strict (unknown fields are dropped), warnings,
+// admission plugins but NamespaceLifecycle (no EventRateLimit: use a
+// Fault), priority and fairness (use a Fault), deletecollection, namespace
+// termination (DeleteNamespace removes everything at once), other
+// resources, RBAC roles, bindings and groups (Allow rules name users),
+// the SubjectAccessReview's reason, the TokenReview's exact error text,
+// impersonation, the watch cache's own window (a watch from any revision
+// since the last Compact is served), the random spread of watch timeouts
+// and etcd lease granularity of the TTL (both exact here), and waiting for
+// a resourceVersion the server has not reached (504 at once).
+package apimodel
