@@ -6,7 +6,6 @@
 package apimodel
 
 import (
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -249,8 +248,8 @@ func (c *call) updateLocked(stored runtime.Object, verb string) (runtime.Object,
 func (c *call) delete() response {
 	var opts metav1.DeleteOptions
 	if len(c.body) > 0 {
-		if err := json.Unmarshal(c.body, &opts); err != nil {
-			return errorResponse(apierrors.NewBadRequest(err.Error()))
+		if err := decodeInto(c.body, &opts); err != nil {
+			return errorResponse(err)
 		}
 	}
 	c.s.mu.Lock()
@@ -282,6 +281,15 @@ func (c *call) delete() response {
 		Status:   metav1.StatusSuccess,
 		Details:  &metav1.StatusDetails{Name: c.info.name, Group: gr.Group, Kind: gr.Resource, UID: m.GetUID()},
 	})
+}
+
+// decodeInto decodes a request body (JSON or protobuf, as client-go's
+// typed clients send) into obj.
+func decodeInto(body []byte, obj runtime.Object) error {
+	if _, _, err := scheme.Codecs.UniversalDeserializer().Decode(body, nil, obj); err != nil {
+		return apierrors.NewBadRequest(err.Error())
+	}
+	return nil
 }
 
 // wipeSystemFields is WipeObjectMetaSystemFields: what a client may not set.

@@ -89,7 +89,8 @@ func decodeContinue(s string) (continueToken, error) {
 	if err == nil {
 		err = json.Unmarshal(b, &t)
 	}
-	if err != nil || t.APIVersion != "meta.k8s.io/v1" || t.ResourceVersion <= 0 {
+	// -1: continue at the current revision (the token a 410 answers).
+	if err != nil || t.APIVersion != "meta.k8s.io/v1" || t.ResourceVersion == 0 || t.ResourceVersion < -1 {
 		return t, apierrors.NewBadRequest(fmt.Sprintf("continue key is not valid: %v", err))
 	}
 	return t, nil
@@ -148,9 +149,12 @@ func (c *call) listRevisionLocked(opts metav1.ListOptions) (int64, string, error
 		if err != nil {
 			return 0, "", err
 		}
+		if t.ResourceVersion == -1 {
+			return st.rv, t.StartKey, nil
+		}
 		if t.ResourceVersion < st.compacted {
 			status := apierrors.NewResourceExpired(tooOldContinue)
-			status.ErrStatus.ListMeta.Continue = encodeContinue(st.rv, t.StartKey)
+			status.ErrStatus.ListMeta.Continue = encodeContinue(-1, t.StartKey)
 			return 0, "", status
 		}
 		return t.ResourceVersion, t.StartKey, nil
@@ -169,7 +173,7 @@ func (c *call) listRevisionLocked(opts metav1.ListOptions) (int64, string, error
 		return st.rv, "", nil // not older than rv: the current state
 	}
 	if rv < st.compacted {
-		return 0, "", apierrors.NewResourceExpired(fmt.Sprintf("too old resource version: %d (%d)", rv, st.compacted))
+		return 0, "", apierrors.NewResourceExpired("The resourceVersion for the provided list is too old.")
 	}
 	return rv, "", nil
 }

@@ -6,7 +6,6 @@
 package apimodel
 
 import (
-	"encoding/json"
 	"net/http"
 	"slices"
 
@@ -23,8 +22,8 @@ import (
 // unknown is not authenticated.
 func (s *Server) tokenReview(body []byte) response {
 	var tr authnv1.TokenReview
-	if err := json.Unmarshal(body, &tr); err != nil {
-		return errorResponse(apierrors.NewBadRequest(err.Error()))
+	if err := decodeInto(body, &tr); err != nil {
+		return errorResponse(err)
 	}
 	if tr.Spec.Token == "" {
 		return errorResponse(apierrors.NewBadRequest("token is required for TokenReview in authentication"))
@@ -76,8 +75,8 @@ func commonAudiences(asked, held []string) []string {
 // the Allow rules (system:masters: always).
 func (s *Server) subjectAccessReview(body []byte) response {
 	var sar authzv1.SubjectAccessReview
-	if err := json.Unmarshal(body, &sar); err != nil {
-		return errorResponse(apierrors.NewBadRequest(err.Error()))
+	if err := decodeInto(body, &sar); err != nil {
+		return errorResponse(err)
 	}
 	spec := sar.Spec
 	var errs field.ErrorList

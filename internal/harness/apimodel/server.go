@@ -219,10 +219,9 @@ func (s *Server) DeleteNamespace(name string) {
 	}
 }
 
-// Compact forgets the watch history up to now, as etcd compacting at its
-// current revision: a watch from an older resourceVersion than the
-// current one's predecessor, or a list (or continue) at an older one,
-// answers 410 Expired.
+// Compact forgets the watch history up to now, as the API server's etcd
+// compaction does: a watch from a resourceVersion older than the current
+// one, or a list (or a continue token) at one, answers 410 Expired.
 func (s *Server) Compact() {
 	s.mu.Lock()
 	defer s.mu.Unlock()

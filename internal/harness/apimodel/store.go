@@ -111,9 +111,12 @@ func (st *store) nextDeadline() time.Time {
 	return time.Time{}
 }
 
-// compact forgets the history before the current revision, as etcd
-// compacting at it: the current revision stays readable.
+// compact forgets the history up to the current revision, as the API
+// server's compactor does: it writes a revision of its own (etcd's
+// compact_rev_key) and compacts at it. A watch from the current revision
+// still starts; one from an older revision, or a list at one, is too old.
 func (st *store) compact() {
+	st.rv++
 	st.compacted = st.rv
 	i, _ := slices.BinarySearchFunc(st.history, st.compacted, func(r revision, rv int64) int { return int(r.rv - rv) })
 	st.history = slices.Clone(st.history[i:])

@@ -1,0 +1,131 @@
+package apimodel
+
+// The model inside a testing/synctest bubble, as the simulator runs it:
+// client-go's watch and writes on virtual time, bookmarks and the Event TTL
+// on its clock, and nothing left running when the bubble ends.
+
+import (
+	"context"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes"
+)
+
+// newClient is a clientset of a new user of s allowed everything on Events.
+func newClient(t *testing.T, s *Server) *kubernetes.Clientset {
+	t.Helper()
+	s.AddUser("writer-token", "writer")
+	s.Allow("writer", []string{"*"}, "", "events", "")
+	s.Allow("writer", []string{"*"}, "events.k8s.io", "events", "")
+	cs, err := kubernetes.NewForConfig(s.RESTConfig("writer-token"))
+	require.NoError(t, err)
+	return cs
+}
+
+func bubbleEvent(name string) *corev1.Event {
+	return &corev1.Event{
+		ObjectMeta:     metav1.ObjectMeta{Name: name},
+		InvolvedObject: corev1.ObjectReference{Kind: "Pod", Namespace: "default", Name: "web-1"},
+		Reason:         "Started", Message: "started", Type: corev1.EventTypeNormal, Count: 1,
+	}
+}
+
+// TestWatchInBubble watches and writes inside a bubble: the watch sees the
+// writes in order, a bookmark comes after a minute of virtual time with
+// nothing else to do, and cancelling the watch ends every goroutine.
+func TestWatchInBubble(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := New(Options{})
+		cs := newClient(t, s)
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		first, err := cs.CoreV1().Events("default").Create(ctx, bubbleEvent("a"), metav1.CreateOptions{})
+		require.NoError(t, err)
+		w, err := cs.CoreV1().Events("default").Watch(ctx, metav1.ListOptions{ResourceVersion: first.ResourceVersion, AllowWatchBookmarks: true})
+		require.NoError(t, err)
+
+		start := time.Now()
+		_, err = cs.CoreV1().Events("default").Patch(ctx, "a", types.MergePatchType, []byte(`{"count":2}`), metav1.PatchOptions{})
+		require.NoError(t, err)
+		require.NoError(t, cs.CoreV1().Events("default").Delete(ctx, "a", metav1.DeleteOptions{}))
+		var types []watch.EventType
+		for range 3 {
+			e := <-w.ResultChan()
+			types = append(types, e.Type)
+		}
+		assert.Equal(t, []watch.EventType{watch.Modified, watch.Deleted, watch.Bookmark}, types)
+		assert.Equal(t, BookmarkInterval, time.Since(start), "the bookmark comes after a minute of virtual time")
+
+		w.Stop()
+		for range w.ResultChan() {
+		}
+	})
+}
+
+// TestWatchTimeoutInBubble: a watch ends at its timeoutSeconds, a bookmark
+// 2 s before (as the watch cache sends one).
+func TestWatchTimeoutInBubble(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := New(Options{})
+		cs := newClient(t, s)
+		timeout := int64(30)
+		start := time.Now()
+		w, err := cs.CoreV1().Events("").Watch(context.Background(), metav1.ListOptions{TimeoutSeconds: &timeout, AllowWatchBookmarks: true})
+		require.NoError(t, err)
+		e := <-w.ResultChan()
+		assert.Equal(t, watch.Bookmark, e.Type)
+		assert.Equal(t, 28*time.Second, time.Since(start))
+		_, open := <-w.ResultChan()
+		assert.False(t, open)
+		assert.Equal(t, 30*time.Second, time.Since(start))
+	})
+}
+
+// TestEventTTLInBubble: an Event not written for EventTTL is gone, a watch
+// sees it go at that moment, and a write refreshes the TTL but an
+// unchanged one does not.
+func TestEventTTLInBubble(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := New(Options{EventTTL: time.Hour})
+		cs := newClient(t, s)
+		ctx := context.Background()
+		ev, err := cs.CoreV1().Events("default").Create(ctx, bubbleEvent("a"), metav1.CreateOptions{})
+		require.NoError(t, err)
+		timeout := int64(3 * 3600) // beyond the default 30 minutes
+		w, err := cs.CoreV1().Events("default").Watch(ctx, metav1.ListOptions{ResourceVersion: ev.ResourceVersion, TimeoutSeconds: &timeout})
+		require.NoError(t, err)
+		defer w.Stop()
+
+		time.Sleep(40 * time.Minute)
+		_, err = cs.CoreV1().Events("default").Patch(ctx, "a", types.MergePatchType, []byte(`{"count":2}`), metav1.PatchOptions{})
+		require.NoError(t, err)
+		assert.Equal(t, watch.Modified, (<-w.ResultChan()).Type)
+		time.Sleep(30 * time.Minute)
+		_, err = cs.CoreV1().Events("default").Patch(ctx, "a", types.MergePatchType, []byte(`{"count":2}`), metav1.PatchOptions{})
+		require.NoError(t, err, "an unchanged patch: no write, no new TTL")
+
+		start := time.Now()
+		e := <-w.ResultChan()
+		assert.Equal(t, watch.Deleted, e.Type)
+		assert.Equal(t, 30*time.Minute, time.Since(start), "gone an hour after its last write")
+		_, err = cs.CoreV1().Events("default").Get(ctx, "a", metav1.GetOptions{})
+		assert.True(t, apierrors.IsNotFound(err), "%v", err)
+		_, err = cs.CoreV1().Events("default").Patch(ctx, "a", types.MergePatchType, []byte(`{"count":3}`), metav1.PatchOptions{})
+		assert.True(t, apierrors.IsNotFound(err), "%v", err)
+		assert.Empty(t, s.Events())
+		writes := s.Writes()
+		require.Len(t, writes, 3)
+		assert.Equal(t, []string{"create", "patch", "expire"}, []string{writes[0].Verb, writes[1].Verb, writes[2].Verb})
+		assert.Nil(t, writes[2].After)
+		assert.Equal(t, int32(2), writes[2].Before.Count)
+	})
+}

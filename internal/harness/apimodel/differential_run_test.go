@@ -1,0 +1,213 @@
+package apimodel
+
+// The differential test's runner: steps, their placeholders, and the
+// comparison of both sides' normalized answers.
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/k8sevents/otel-k8sevents/internal/harness/kubetest"
+)
+
+// step is one request of a case (or, with compact, an etcd compaction).
+type step struct {
+	label               string // names the answer for placeholders of later steps
+	as                  string // the user ("" is admin)
+	method, path, ctype string
+	body                string
+	watch               *watchStep
+	compact             bool
+}
+
+// watchStep makes the step a watch: it reads frames (or until the stream
+// ends, or wait passed) after running during.
+type watchStep struct {
+	frames int
+	wait   time.Duration
+	during []step
+}
+
+// diffCase is a sequence of steps run on both sides in fresh namespaces.
+type diffCase struct {
+	name  string
+	steps []step
+	// noWatchCache runs the case on a server without the watch cache,
+	// whose watches read etcd (and its compaction) as the model does.
+	noWatchCache bool
+}
+
+// TestDifferential runs every case against the model and a real
+// kube-apiserver and compares their answers.
+func TestDifferential(t *testing.T) {
+	srv := kubetest.Start(t)
+	real := realSide(t, "kube-apiserver", srv)
+	var realNoCache *side
+	for i, c := range diffCases() {
+		t.Run(c.name, func(t *testing.T) {
+			sd := real
+			if c.noWatchCache {
+				if realNoCache == nil {
+					realNoCache = realSide(t, "kube-apiserver --watch-cache=false",
+						kubetest.Start(t, kubetest.WithAPIServerFlags("--watch-cache=false")))
+				}
+				sd = realNoCache
+			}
+			runCase(t, i, c, sd, modelSide(t, sd))
+		})
+	}
+}
+
+func runCase(t *testing.T, i int, c diffCase, real, model *side) {
+	ns := fmt.Sprintf("am-%d", i)
+	vars := map[string]string{"{ns}": ns, "{ns2}": ns + "-b", "{missing}": ns + "-missing"}
+	var got [2][]result
+	for k, sd := range []*side{real, model} {
+		sd.newCase(t, ns, ns+"-b")
+		sv := map[string]string{}
+		for name, tok := range sd.tokens {
+			sv["{token:"+name+"}"] = tok
+		}
+		for as, user := range sd.users {
+			sv["{user:"+as+"}"] = user
+		}
+		r := &runner{t: t, sd: sd, vars: vars, sideVars: sv, n: newNormalizer(), raw: map[string]any{}}
+		got[k] = r.run(c.steps)
+	}
+	require.Len(t, got[1], len(got[0]))
+	for j := range got[0] {
+		if !assert.Equal(t, jsonText(got[0][j]), jsonText(got[1][j]), "step %d (%s): %s (expected) vs model (actual)", j, stepName(c.steps, j), real.name) {
+			continue
+		}
+	}
+	if os.Getenv("APIMODEL_DIFF_VERBOSE") != "" {
+		for j := range got[0] {
+			t.Logf("step %d (%s): %s", j, stepName(c.steps, j), jsonText(got[0][j]))
+		}
+	}
+}
+
+// runner runs steps on one side, keeping the raw answers its
+// placeholders read.
+type runner struct {
+	t              *testing.T
+	sd             *side
+	vars, sideVars map[string]string
+	n              *normalizer
+	raw            map[string]any
+}
+
+func (r *runner) expand(s string) string {
+	for k, v := range r.vars {
+		s = strings.ReplaceAll(s, k, v)
+	}
+	for k, v := range r.sideVars {
+		s = strings.ReplaceAll(s, k, v)
+	}
+	return placeholder.ReplaceAllStringFunc(s, func(p string) string {
+		m := placeholder.FindStringSubmatch(p)
+		md, _ := r.raw[m[2]].(map[string]any)["metadata"].(map[string]any)
+		require.NotNil(r.t, md, "%s: no answer with metadata labelled %s", r.sd.name, m[2])
+		v, _ := md[m[1]].(string)
+		return v
+	})
+}
+
+// run runs steps; the answers come normalized, in the order of the steps
+// (a watch's own steps first, then the watch's frames).
+func (r *runner) run(steps []step) []result {
+	var out []result
+	for _, st := range steps {
+		as := r.expand(st.as)
+		if as == "" {
+			as = asAdmin
+		}
+		switch {
+		case st.compact:
+			r.sd.compact(r.t)
+			out = append(out, result{Code: 0})
+		case st.watch != nil:
+			var during []result
+			res := r.sd.watch(r.t, as, r.expand(st.path), st.watch.frames, st.watch.wait, func() {
+				during = r.run(st.watch.during)
+			})
+			out = append(out, during...)
+			r.n.frames(r.t, res.Frames)
+			r.n.object(r.t, res.Body, false)
+			out = append(out, res)
+		default:
+			res := r.sd.do(r.t, as, st.method, r.expand(st.path), st.ctype, []byte(r.expand(st.body)))
+			if st.label != "" {
+				r.raw[st.label] = copyJSON(res.Body)
+			}
+			obj, _ := res.Body.(map[string]any)
+			r.n.object(r.t, res.Body, obj != nil && strings.HasSuffix(fmt.Sprint(obj["kind"]), "List"))
+			out = append(out, res)
+		}
+	}
+	return out
+}
+
+// placeholder is {field:label}: metadata.field of the answer labelled.
+var placeholder = regexp.MustCompile(`\{(resourceVersion|continue|name|uid):([a-z0-9-]+)\}`)
+
+func copyJSON(v any) any {
+	b, _ := json.Marshal(v)
+	var out any
+	_ = json.Unmarshal(b, &out)
+	return out
+}
+
+func jsonText(r result) string {
+	b, _ := json.MarshalIndent(r, "", "  ")
+	return string(b)
+}
+
+// stepName names the j-th answer of steps (watches answer after their own steps).
+func stepName(steps []step, j int) string {
+	var names []string
+	var walk func([]step)
+	walk = func(ss []step) {
+		for _, s := range ss {
+			if s.watch != nil {
+				walk(s.watch.during)
+			}
+			names = append(names, strings.TrimSpace(s.method+" "+s.path+" "+s.label))
+		}
+	}
+	walk(steps)
+	if j < len(names) {
+		return names[j]
+	}
+	return "?"
+}
+
+// Step constructors.
+
+func get(label, as, path string) step {
+	return step{label: label, as: as, method: http.MethodGet, path: path}
+}
+func post(label, as, path, body string) step {
+	return step{label: label, as: as, method: http.MethodPost, path: path, ctype: "application/json", body: body}
+}
+func put(label, as, path, body string) step {
+	return step{label: label, as: as, method: http.MethodPut, path: path, ctype: "application/json", body: body}
+}
+func patch(label, as, path, ctype, body string) step {
+	return step{label: label, as: as, method: http.MethodPatch, path: path, ctype: ctype, body: body}
+}
+func del(label, as, path string) step {
+	return step{label: label, as: as, method: http.MethodDelete, path: path}
+}
+func watchFor(path string, frames int, wait time.Duration, during ...step) step {
+	return step{method: "WATCH", path: path, watch: &watchStep{frames: frames, wait: wait, during: during}}
+}
