@@ -40,11 +40,12 @@ func bubbleEvent(name string) *corev1.Event {
 }
 
 // TestWatchInBubble watches and writes inside a bubble: the watch sees the
-// writes in order, a bookmark comes after a minute of virtual time with
-// nothing else to do, and cancelling the watch ends every goroutine.
+// writes in order, a bookmark (with an Events watch cache) comes after a
+// minute of virtual time with nothing else to do, and stopping the watch
+// ends every goroutine.
 func TestWatchInBubble(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		s := New(Options{})
+		s := New(Options{EventsWatchCache: true})
 		cs := newClient(t, s)
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
@@ -71,23 +72,41 @@ func TestWatchInBubble(t *testing.T) {
 	})
 }
 
-// TestWatchTimeoutInBubble: a watch ends at its timeoutSeconds, a bookmark
-// 2 s before (as the watch cache sends one).
+// TestWatchTimeoutInBubble: a watch ends at its timeoutSeconds; with an
+// Events watch cache a bookmark comes 2 s before, at the last write, when
+// that is newer than the watch's start; without one, none comes.
 func TestWatchTimeoutInBubble(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		s := New(Options{})
-		cs := newClient(t, s)
-		timeout := int64(30)
-		start := time.Now()
-		w, err := cs.CoreV1().Events("").Watch(context.Background(), metav1.ListOptions{TimeoutSeconds: &timeout, AllowWatchBookmarks: true})
-		require.NoError(t, err)
-		e := <-w.ResultChan()
-		assert.Equal(t, watch.Bookmark, e.Type)
-		assert.Equal(t, 28*time.Second, time.Since(start))
-		_, open := <-w.ResultChan()
-		assert.False(t, open)
-		assert.Equal(t, 30*time.Second, time.Since(start))
-	})
+	for _, cached := range []bool{false, true} {
+		synctest.Test(t, func(t *testing.T) {
+			s := New(Options{EventsWatchCache: cached})
+			cs := newClient(t, s)
+			ctx := context.Background()
+			timeout := int64(30)
+			start := time.Now()
+			w, err := cs.CoreV1().Events("").Watch(ctx, metav1.ListOptions{TimeoutSeconds: &timeout, AllowWatchBookmarks: true})
+			require.NoError(t, err)
+			quiet, err := cs.CoreV1().Events("").Watch(ctx, metav1.ListOptions{TimeoutSeconds: &timeout, AllowWatchBookmarks: true,
+				FieldSelector: "metadata.name=other"})
+			require.NoError(t, err)
+			created, err := cs.CoreV1().Events("default").Create(ctx, bubbleEvent("a"), metav1.CreateOptions{})
+			require.NoError(t, err)
+			assert.Equal(t, watch.Added, (<-w.ResultChan()).Type)
+			if cached {
+				e := <-quiet.ResultChan()
+				require.Equal(t, watch.Bookmark, e.Type, "what it did not select moved it on")
+				assert.Equal(t, created.ResourceVersion, e.Object.(*corev1.Event).ResourceVersion)
+				assert.Equal(t, 28*time.Second, time.Since(start))
+				assert.Equal(t, watch.Bookmark, (<-w.ResultChan()).Type)
+			}
+			for range w.ResultChan() {
+				t.Error("nothing after the bookmark")
+			}
+			for range quiet.ResultChan() {
+				t.Error("nothing after the bookmark")
+			}
+			assert.Equal(t, 30*time.Second, time.Since(start))
+		})
+	}
 }
 
 // TestEventTTLInBubble: an Event not written for EventTTL is gone, a watch

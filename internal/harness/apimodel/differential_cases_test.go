@@ -5,6 +5,7 @@ package apimodel
 
 import (
 	"encoding/json"
+	"net/http"
 	"strings"
 	"time"
 
@@ -125,6 +126,15 @@ func crudCases() []diffCase {
 			get("", "", corePath+"/a"),
 			del("", "", eventsPath+"/a"),
 			del("", "", eventsPath+"/c"),
+			put("", "", "/api/v1/namespaces/{missing}/events/m", coreEvent("m")),
+			post("", "", corePath, coreEvent("rv", func(e *corev1.Event) { e.ResourceVersion = "5" })),
+			post("d", "", corePath, coreEvent("d")),
+			step{method: http.MethodDelete, path: corePath + "/d", ctype: "application/json",
+				body: `{"apiVersion":"v1","kind":"DeleteOptions","preconditions":{"resourceVersion":"1"}}`},
+			step{method: http.MethodDelete, path: corePath + "/d", ctype: "application/json",
+				body: `{"apiVersion":"v1","kind":"DeleteOptions","preconditions":{"uid":"6c1a3bd4-0000-4000-8000-000000000000"}}`},
+			step{method: http.MethodDelete, path: corePath + "/d", ctype: "application/json",
+				body: `{"apiVersion":"v1","kind":"DeleteOptions","preconditions":{"uid":"{uid:d}","resourceVersion":"{resourceVersion:d}"}}`},
 		}},
 	}
 }
@@ -193,7 +203,6 @@ func patchCases() []diffCase {
 			patch("", "", corePath+"/a", mergeType, `{"metadata":{"name":"b"}}`),
 			patch("", "", corePath+"/a", mergeType, `not json`),
 			patch("", "", corePath+"/a", smpType, `not json`),
-			patch("", "", corePath+"/a", "application/apply-patch+yaml", `{}`),
 			patch("", "", corePath+"/nope", smpType, `{"count":2}`),
 			patch("", "", corePath+"/nope", mergeType, `{"count":2}`),
 			patch("", "", corePath+"/nope", jsonPatchTy, `[{"op":"replace","path":"/count","value":2}]`),
@@ -296,14 +305,21 @@ func watchCases() []diffCase {
 			post("b", "", eventsPath, newEvent("b")),
 			watchFor(corePath+"?watch=1", 3, 20*time.Second, post("", "", corePath, coreEvent("c"))),
 			watchFor(eventsPath+"?watch=1&resourceVersion=0", 3, 20*time.Second),
+			watchFor(corePath+"?watch=1&sendInitialEvents=true&allowWatchBookmarks=true&resourceVersionMatch=NotOlderThan", 4, 20*time.Second),
 		}},
-		{name: "bookmarks when allowed", steps: []step{
+		{name: "no bookmarks: Events are not watch-cached", steps: []step{
 			post("a", "", corePath, coreEvent("a")),
 			watchFor(corePath+"?watch=1&allowWatchBookmarks=true&timeoutSeconds=3&resourceVersion={resourceVersion:a}", 10, 20*time.Second,
 				patch("", "", corePath+"/a", mergeType, `{"count":2}`)),
+		}},
+		{name: "bookmarks from an Events watch cache", eventsWatchCache: true, steps: []step{
+			post("a", "", corePath, coreEvent("a")),
+			watchFor(corePath+"?watch=1&allowWatchBookmarks=true&timeoutSeconds=3&resourceVersion={resourceVersion:a}", 10, 20*time.Second,
+				patch("b", "", corePath+"/a", mergeType, `{"count":2}`)),
+			watchFor(corePath+"?watch=1&allowWatchBookmarks=true&timeoutSeconds=3&resourceVersion={resourceVersion:b}", 10, 20*time.Second),
 			watchFor(corePath+"?watch=1&timeoutSeconds=3&resourceVersion={resourceVersion:a}", 10, 20*time.Second),
 		}},
-		{name: "compaction: 410 for older resourceVersions", noWatchCache: true, steps: []step{
+		{name: "compaction: 410 for older resourceVersions", steps: []step{
 			post("a", "", corePath, coreEvent("a")),
 			post("b", "", corePath, coreEvent("b")),
 			step{label: "page1", method: "GET", path: corePath + "?limit=1"},

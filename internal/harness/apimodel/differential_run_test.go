@@ -6,14 +6,16 @@ package apimodel
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
 	"os"
+	"reflect"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/k8sevents/otel-k8sevents/internal/harness/kubetest"
@@ -41,9 +43,9 @@ type watchStep struct {
 type diffCase struct {
 	name  string
 	steps []step
-	// noWatchCache runs the case on a server without the watch cache,
-	// whose watches read etcd (and its compaction) as the model does.
-	noWatchCache bool
+	// eventsWatchCache runs the case on a server that caches Events
+	// (a default one never does), and the model with EventsWatchCache.
+	eventsWatchCache bool
 }
 
 // TestDifferential runs every case against the model and a real
@@ -51,18 +53,18 @@ type diffCase struct {
 func TestDifferential(t *testing.T) {
 	srv := kubetest.Start(t)
 	real := realSide(t, "kube-apiserver", srv)
-	var realNoCache *side
+	var realCached *side
 	for i, c := range diffCases() {
 		t.Run(c.name, func(t *testing.T) {
 			sd := real
-			if c.noWatchCache {
-				if realNoCache == nil {
-					realNoCache = realSide(t, "kube-apiserver --watch-cache=false",
-						kubetest.Start(t, kubetest.WithAPIServerFlags("--watch-cache=false")))
+			if c.eventsWatchCache {
+				if realCached == nil {
+					realCached = realSide(t, "kube-apiserver caching Events", kubetest.Start(t,
+						kubetest.WithAPIServerFlags("--watch-cache-sizes=events#1000,events.events.k8s.io#1000")))
 				}
-				sd = realNoCache
+				sd = realCached
 			}
-			runCase(t, i, c, sd, modelSide(t, sd))
+			runCase(t, i, c, sd, modelSide(t, sd, Options{EventsWatchCache: c.eventsWatchCache}))
 		})
 	}
 }
@@ -85,8 +87,8 @@ func runCase(t *testing.T, i int, c diffCase, real, model *side) {
 	}
 	require.Len(t, got[1], len(got[0]))
 	for j := range got[0] {
-		if !assert.Equal(t, jsonText(got[0][j]), jsonText(got[1][j]), "step %d (%s): %s (expected) vs model (actual)", j, stepName(c.steps, j), real.name) {
-			continue
+		if d := differences("", copyJSON(got[0][j]), copyJSON(got[1][j])); len(d) > 0 {
+			t.Errorf("step %d (%s): %s vs model:\n%s", j, stepName(c.steps, j), real.name, strings.Join(d, "\n"))
 		}
 	}
 	if os.Getenv("APIMODEL_DIFF_VERBOSE") != "" {
@@ -141,7 +143,7 @@ func (r *runner) run(steps []step) []result {
 				during = r.run(st.watch.during)
 			})
 			out = append(out, during...)
-			r.n.frames(r.t, res.Frames)
+			res.Frames = r.n.frames(r.t, res.Frames)
 			r.n.object(r.t, res.Body, false)
 			out = append(out, res)
 		default:
@@ -165,6 +167,51 @@ func copyJSON(v any) any {
 	var out any
 	_ = json.Unmarshal(b, &out)
 	return out
+}
+
+// differences lists where a (the real answer) and b (the model's) differ.
+func differences(path string, a, b any) []string {
+	am, aok := a.(map[string]any)
+	bm, bok := b.(map[string]any)
+	if aok && bok {
+		var out []string
+		for _, k := range slices.Sorted(maps.Keys(am)) {
+			out = append(out, differences(path+"."+k, am[k], bm[k])...)
+		}
+		for _, k := range slices.Sorted(maps.Keys(bm)) {
+			if _, ok := am[k]; !ok {
+				out = append(out, fmt.Sprintf("  %s: real has none, model %s", path+"."+k, short(bm[k])))
+			}
+		}
+		return out
+	}
+	as, aok := a.([]any)
+	bs, bok := b.([]any)
+	if aok && bok {
+		var out []string
+		for i := range min(len(as), len(bs)) {
+			out = append(out, differences(fmt.Sprintf("%s[%d]", path, i), as[i], bs[i])...)
+		}
+		for i := len(bs); i < len(as); i++ {
+			out = append(out, fmt.Sprintf("  %s[%d]: real %s, model none", path, i, short(as[i])))
+		}
+		for i := len(as); i < len(bs); i++ {
+			out = append(out, fmt.Sprintf("  %s[%d]: real none, model %s", path, i, short(bs[i])))
+		}
+		return out
+	}
+	if reflect.DeepEqual(a, b) {
+		return nil
+	}
+	return []string{fmt.Sprintf("  %s: real %s, model %s", path, short(a), short(b))}
+}
+
+func short(v any) string {
+	b, _ := json.Marshal(v)
+	if len(b) > 600 {
+		return string(b[:600]) + "..."
+	}
+	return string(b)
 }
 
 func jsonText(r result) string {

@@ -80,7 +80,19 @@ func (s *Server) servePath(info requestInfo) response {
 			return jsonResponse(http.StatusOK, resourceList(sg))
 		}
 	}
-	return errorResponse(apierrors.NewGenericServerResponse(http.StatusNotFound, "get", schema.GroupResource{}, "", "the server could not find the requested resource", 0, false))
+	return textResponse(http.StatusNotFound, "404 page not found")
+}
+
+// notFound answers a resource the model does not serve: a Status in a
+// served group version, the mux's plain 404 elsewhere.
+func notFound(info requestInfo) response {
+	for _, sg := range servedGroupVersions {
+		if sg.gv.Group == info.group && sg.gv.Version == info.version {
+			return errorResponse(apierrors.NewGenericServerResponse(http.StatusNotFound, info.verb, schema.GroupResource{}, "",
+				"the server could not find the requested resource", 0, false))
+		}
+	}
+	return textResponse(http.StatusNotFound, "404 page not found")
 }
 
 func apiGroup(gv schema.GroupVersion) metav1.APIGroup {

@@ -13,6 +13,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apivalidation "k8s.io/apimachinery/pkg/api/validation"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
@@ -60,7 +61,6 @@ func eventsToCore(in *eventsv1.Event) *corev1.Event {
 // coreToEvents is a stored Event as events.k8s.io/v1 shows it.
 func coreToEvents(in *corev1.Event) *eventsv1.Event {
 	out := &eventsv1.Event{
-		TypeMeta:                 metav1.TypeMeta{APIVersion: "events.k8s.io/v1", Kind: "Event"},
 		ObjectMeta:               *in.ObjectMeta.DeepCopy(),
 		EventTime:                in.EventTime,
 		ReportingController:      in.ReportingController,
@@ -192,10 +192,17 @@ func validateEventUpdate(obj, oldObj runtime.Object, strict bool) field.ErrorLis
 	immutable := func(n, o any, path string) {
 		errs = append(errs, apivalidation.ValidateImmutableField(n, o, field.NewPath(path))...)
 	}
-	immutable(ev.InvolvedObject, old.InvolvedObject, "involvedObject")
+	// Structs are compared as core/v1's and shown as the internal types
+	// (no JSON names), as the API server's message shows them.
+	immutableShown := func(n, o, shown any, path string) {
+		if !apiequality.Semantic.DeepEqual(n, o) {
+			errs = append(errs, field.Invalid(field.NewPath(path), shown, "field is immutable"))
+		}
+	}
+	immutableShown(ev.InvolvedObject, old.InvolvedObject, internalReference(&ev.InvolvedObject), "involvedObject")
 	immutable(ev.Reason, old.Reason, "reason")
 	immutable(ev.Message, old.Message, "message")
-	immutable(ev.Source, old.Source, "source")
+	immutableShown(ev.Source, old.Source, internalSource(ev.Source), "source")
 	immutable(ev.FirstTimestamp, old.FirstTimestamp, "firstTimestamp")
 	immutable(ev.LastTimestamp, old.LastTimestamp, "lastTimestamp")
 	immutable(ev.Count, old.Count, "count")
@@ -206,10 +213,35 @@ func validateEventUpdate(obj, oldObj runtime.Object, strict bool) field.ErrorLis
 		immutable(ev.EventTime, old.EventTime, "eventTime")
 	}
 	immutable(ev.Action, old.Action, "action")
-	immutable(ev.Related, old.Related, "related")
+	immutableShown(ev.Related, old.Related, internalReference(ev.Related), "related")
 	immutable(ev.ReportingController, old.ReportingController, "reportingController")
 	immutable(ev.ReportingInstance, old.ReportingInstance, "reportingInstance")
 	return errs
+}
+
+// internalObjectReference and internalEventSource are core/v1's
+// ObjectReference and EventSource as the API server's internal types
+// (without JSON names), for error messages.
+type internalObjectReference struct {
+	Kind, Namespace, Name string
+	UID                   string
+	APIVersion            string
+	ResourceVersion       string
+	FieldPath             string
+}
+
+type internalEventSource struct{ Component, Host string }
+
+func internalReference(r *corev1.ObjectReference) *internalObjectReference {
+	if r == nil {
+		return nil
+	}
+	return &internalObjectReference{Kind: r.Kind, Namespace: r.Namespace, Name: r.Name, UID: string(r.UID),
+		APIVersion: r.APIVersion, ResourceVersion: r.ResourceVersion, FieldPath: r.FieldPath}
+}
+
+func internalSource(s corev1.EventSource) internalEventSource {
+	return internalEventSource{Component: s.Component, Host: s.Host}
 }
 
 func validateEventSeries(ev *corev1.Event) field.ErrorList {

@@ -6,6 +6,7 @@
 package apimodel
 
 import (
+	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -141,12 +142,13 @@ func (c *call) createLocked(stored runtime.Object) error {
 		return apierrors.NewInvalid(c.kind(), m.GetName(), errs)
 	}
 	if m.GetResourceVersion() != "" {
-		return apierrors.NewInternalError(fmt.Errorf("resourceVersion should not be set on objects to be created"))
+		return errors.New("resourceVersion should not be set on objects to be created") // etcd3 store's, a plain 500
 	}
 	key := c.key(m.GetName())
 	if c.s.st.get(c.rt.store, key) != nil {
 		return apierrors.NewAlreadyExists(c.rt.groupResource(), m.GetName())
 	}
+	stored.GetObjectKind().SetGroupVersionKind(schema.GroupVersionKind{}) // stored objects carry no kind
 	rv := c.s.st.put(c.rt.store, key, stored, c.expiry())
 	if c.rt.store == storeEvents {
 		c.s.journalLocked("create", c.rt.gv.Group, nil, stored, rv)
@@ -215,7 +217,9 @@ func (c *call) updateLocked(stored runtime.Object, verb string) (runtime.Object,
 		gk := schema.GroupKind{Group: c.rt.gv.Group, Kind: c.rt.resource}
 		return nil, apierrors.NewInvalid(gk, c.info.name, field.ErrorList{
 			field.Invalid(field.NewPath("metadata", "resourceVersion"), int64(0), "must be specified for an update")})
-	case rv != "" && rv != oldMeta.GetResourceVersion():
+	case rv == "":
+		m.SetResourceVersion(oldMeta.GetResourceVersion()) // unconditional: on the latest
+	case rv != oldMeta.GetResourceVersion():
 		return nil, apierrors.NewConflict(c.rt.groupResource(), c.info.name, fmt.Errorf("the object has been modified; please apply your changes to the latest version and try again"))
 	}
 	if err := c.namespaceMatches(m); err != nil {
@@ -235,6 +239,7 @@ func (c *call) updateLocked(stored runtime.Object, verb string) (runtime.Object,
 		return nil, apierrors.NewInvalid(c.kind(), c.info.name, errs)
 	}
 	m.SetResourceVersion(oldMeta.GetResourceVersion())
+	stored.GetObjectKind().SetGroupVersionKind(schema.GroupVersionKind{})
 	if apiequality.Semantic.DeepEqual(stored, old) {
 		return old, nil // etcd is not written: the same bytes
 	}
@@ -262,13 +267,15 @@ func (c *call) delete() response {
 	}
 	m := objectMeta(old)
 	if p := opts.Preconditions; p != nil {
+		gk := c.kind()
+		gr := schema.GroupResource{Group: gk.Group, Resource: gk.Kind} // BeforeDelete names the kind
 		if p.UID != nil && *p.UID != m.GetUID() {
-			return errorResponse(apierrors.NewConflict(c.rt.groupResource(), c.info.name,
-				fmt.Errorf("Precondition failed: UID in precondition: %v, UID in object meta: %v", *p.UID, m.GetUID())))
+			return errorResponse(apierrors.NewConflict(gr, c.info.name, fmt.Errorf(
+				"the UID in the precondition (%s) does not match the UID in record (%s). The object might have been deleted and then recreated", *p.UID, m.GetUID())))
 		}
 		if p.ResourceVersion != nil && *p.ResourceVersion != m.GetResourceVersion() {
-			return errorResponse(apierrors.NewConflict(c.rt.groupResource(), c.info.name,
-				fmt.Errorf("Precondition failed: ResourceVersion in precondition: %v, ResourceVersion in object meta: %v", *p.ResourceVersion, m.GetResourceVersion())))
+			return errorResponse(apierrors.NewConflict(gr, c.info.name, fmt.Errorf(
+				"the ResourceVersion in the precondition (%s) does not match the ResourceVersion in record (%s). The object might have been modified", *p.ResourceVersion, m.GetResourceVersion())))
 		}
 	}
 	rv := c.s.st.put(c.rt.store, key, nil, time.Time{})

@@ -91,7 +91,7 @@ func decodeContinue(s string) (continueToken, error) {
 	}
 	// -1: continue at the current revision (the token a 410 answers).
 	if err != nil || t.APIVersion != "meta.k8s.io/v1" || t.ResourceVersion == 0 || t.ResourceVersion < -1 {
-		return t, apierrors.NewBadRequest(fmt.Sprintf("continue key is not valid: %v", err))
+		return t, apierrors.NewBadRequest(fmt.Sprintf("invalid continue token: continue key is not valid: %v", err))
 	}
 	return t, nil
 }
@@ -122,9 +122,6 @@ func (c *call) list() response {
 	var cont string
 	var remaining *int64
 	limit := opts.Limit
-	if opts.ResourceVersion == "0" && opts.Continue == "" {
-		limit = 0 // served from the watch cache, which ignores limit
-	}
 	if limit > 0 && int64(len(objs)) > limit {
 		items = objs[:limit]
 		last := objectMeta(items[len(items)-1])

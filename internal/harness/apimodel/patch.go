@@ -69,6 +69,17 @@ func (c *call) applyPatch(pt types.PatchType, current runtime.Object) (runtime.O
 	if err != nil {
 		return nil, apierrors.NewInternalError(err)
 	}
+	// fieldValidation defaults to Warn: the patch is decoded strictly first
+	// (its unknown or duplicate fields only warn, which the model drops).
+	var strict any
+	if pt == types.JSONPatchType {
+		strict = &[]map[string]any{}
+	} else {
+		strict = &map[string]any{}
+	}
+	if _, err := kjson.UnmarshalStrict(c.body, strict); err != nil {
+		return nil, apierrors.NewBadRequest(fmt.Sprintf("error decoding patch: %v", err))
+	}
 	var patchedJS []byte
 	switch pt {
 	case types.JSONPatchType:
@@ -106,7 +117,7 @@ func (c *call) strategicPatch(current runtime.Object) (runtime.Object, error) {
 		return nil, apierrors.NewInternalError(err)
 	}
 	patchMap := map[string]any{}
-	if err := kjson.UnmarshalCaseSensitivePreserveInts(c.body, &patchMap); err != nil {
+	if _, err := kjson.UnmarshalStrict(c.body, &patchMap); err != nil {
 		return nil, apierrors.NewBadRequest(err.Error())
 	}
 	patched, err := strategicpatch.StrategicMergeMapPatch(original, patchMap, c.rt.newObject())

@@ -91,7 +91,8 @@ func (s *Server) subjectAccessReview(body []byte) response {
 		errs = append(errs, field.Invalid(path.Child("user"), spec.User, "at least one of user or group must be specified"))
 	}
 	if len(errs) > 0 {
-		return errorResponse(apierrors.NewInvalid(schema.GroupKind{Group: "authorization.k8s.io", Kind: "SubjectAccessReview"}, "", errs))
+		// The API server names the kind of the decoded object, which is empty.
+		return errorResponse(apierrors.NewInvalid(schema.GroupKind{Group: "authorization.k8s.io"}, "", errs))
 	}
 	info := requestInfo{}
 	if a := spec.ResourceAttributes; a != nil {

@@ -111,7 +111,7 @@ func (s *Server) serve(req *http.Request, body []byte) response {
 	}
 	rt := lookupResource(info.group, info.version, info.resource)
 	if rt == nil {
-		return errorResponse(apierrors.NewNotFound(schema.GroupResource{Group: info.group, Resource: info.resource}, info.name))
+		return notFound(info)
 	}
 	if !slices.Contains(rt.verbs, info.verb) || (info.verb == "deletecollection") {
 		return errorResponse(apierrors.NewMethodNotSupported(rt.groupResource(), info.verb))
@@ -241,7 +241,8 @@ func errorResponse(err error) response {
 	if errors.As(err, &se) {
 		status = se.Status()
 	} else {
-		status = apierrors.NewInternalError(err).Status()
+		// What is not a Status error: a 500 with its text (ErrorToAPIStatus).
+		status = metav1.Status{Code: http.StatusInternalServerError, Message: err.Error()}
 	}
 	status.TypeMeta = metav1.TypeMeta{Kind: "Status", APIVersion: "v1"}
 	status.Status = metav1.StatusFailure

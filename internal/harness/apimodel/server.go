@@ -36,7 +36,7 @@ const Host = "http://apimodel.invalid"
 const DefaultWatchTimeout = 30 * time.Minute
 
 // BookmarkInterval is how often a watch that allows bookmarks gets one
-// (the watch cache's roughly once a minute).
+// from a watch cache (see Options.EventsWatchCache).
 const BookmarkInterval = time.Minute
 
 // Options configures a Server.
@@ -50,6 +50,13 @@ type Options struct {
 	// get/patch, absent from list), as the API server's --event-ttl
 	// (default 1h). 0: never.
 	EventTTL time.Duration
+	// EventsWatchCache models kube-apiserver with a watch cache for Events
+	// (--watch-cache-sizes=events#N,events.events.k8s.io#N): a watch that
+	// allows bookmarks gets one about once a minute and 2 s before its
+	// timeout, at the last Event write's resourceVersion when that is newer
+	// than the watch's start. Off, as in a default kube-apiserver, which
+	// never caches Events: no bookmarks on Event watches.
+	EventsWatchCache bool
 	// Seed seeds the generated names and uids (0 is a seed too): two
 	// servers given the same seed and requests answer the same.
 	Seed uint64
@@ -134,11 +141,12 @@ func (s *Server) RESTConfig(token string) *rest.Config {
 func (s *Server) Transport() http.RoundTripper { return transport{s} }
 
 // AddUser adds a static token (as --token-auth-file): username with
-// groups, and system:authenticated.
+// groups, and system:authenticated; its uid is the user name (as
+// internal/harness/kubelocal's token file has it).
 func (s *Server) AddUser(token, username string, groups ...string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.tokens[token] = identity{name: username, groups: withAuthenticated(groups)}
+	s.tokens[token] = identity{name: username, uid: username, groups: withAuthenticated(groups)}
 }
 
 // AddServiceAccountToken adds a service account token issued for

@@ -32,8 +32,9 @@ type entry struct {
 // store holds every object by storage space and key. Its methods expect the
 // Server's mutex held.
 type store struct {
-	rv        int64 // the last revision written
-	compacted int64 // revisions below are forgotten
+	rv        int64            // the last revision written
+	last      map[string]int64 // the last revision written in each space
+	compacted int64            // revisions below are forgotten
 	objects   map[string]map[string]*entry
 	history   []revision // rv >= compacted, in order
 	deadlines deadlineHeap
@@ -42,7 +43,7 @@ type store struct {
 }
 
 func newStore() *store {
-	return &store{rv: 1, compacted: 1, objects: map[string]map[string]*entry{}, changed: make(chan struct{})}
+	return &store{rv: 1, compacted: 1, last: map[string]int64{}, objects: map[string]map[string]*entry{}, changed: make(chan struct{})}
 }
 
 // get is the current object under key, or nil.
@@ -58,6 +59,7 @@ func (st *store) get(space, key string) runtime.Object {
 // it expires (zero: never).
 func (st *store) put(space, key string, obj runtime.Object, expires time.Time) int64 {
 	st.rv++
+	st.last[space] = st.rv
 	rev := revision{rv: st.rv, store: space, key: key}
 	m := st.objects[space]
 	if m == nil {

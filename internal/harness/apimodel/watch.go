@@ -32,6 +32,9 @@ func (c *call) watch() response {
 	if opts.TimeoutSeconds != nil && *opts.TimeoutSeconds > 0 {
 		timeout = time.Duration(*opts.TimeoutSeconds) * time.Second
 	}
+	// Bookmarks come from the watch cache, which kube-apiserver never has
+	// for Events unless told (EventsWatchCache).
+	cached := c.rt.store != storeEvents || c.s.opts.EventsWatchCache
 	w := &watchBody{
 		s: c.s, rt: c.rt, sel: sel, ctx: c.req.Context(), closed: make(chan struct{}),
 		bookmarks: opts.AllowWatchBookmarks, timeout: time.NewTimer(timeout), expiry: stoppedTimer(),
@@ -47,7 +50,7 @@ func (c *call) watch() response {
 		return errorResponse(err)
 	}
 	w.bookmark = stoppedTimer()
-	if w.bookmarks {
+	if w.bookmarks && cached {
 		w.bookmark.Reset(w.nextBookmark(c.s.opts.Now()))
 	}
 	return response{code: http.StatusOK, header: http.Header{"Content-Type": {"application/json"}}, stream: w}
@@ -60,6 +63,7 @@ type watchBody struct {
 	sel       selection
 	ctx       context.Context
 	cursor    int64  // revisions up to here are sent (or not for this watch)
+	start     int64  // the revision the watch started from
 	buf       []byte // encoded events not yet read
 	ended     bool   // the stream ends once buf is read
 	bookmarks bool
@@ -104,6 +108,7 @@ func (w *watchBody) startLocked(opts metav1.ListOptions) error {
 	if opts.SendInitialEvents != nil && *opts.SendInitialEvents && w.bookmarks {
 		w.buf = append(w.buf, w.bookmarkFrame(w.cursor, true)...)
 	}
+	w.start = w.cursor
 	return nil
 }
 
@@ -131,7 +136,12 @@ func (w *watchBody) wait() error {
 	w.collectLocked()
 	changed, next := s.st.changed, s.st.nextDeadline()
 	if len(w.buf) == 0 && w.due {
-		w.buf, w.due = w.bookmarkFrame(s.st.rv, false), false
+		// The watch cache's bookmark: the resource's last write, sent
+		// only when newer than where the watch started.
+		if last := s.st.last[w.rt.store]; last > w.start {
+			w.buf = w.bookmarkFrame(last, false)
+		}
+		w.due = false
 		w.bookmark.Reset(w.nextBookmark(s.opts.Now()))
 	}
 	now := s.opts.Now()
