@@ -148,3 +148,45 @@ func TestEventTTLInBubble(t *testing.T) {
 		assert.Equal(t, int32(2), writes[2].Before.Count)
 	})
 }
+
+// TestCompactionIntervalInBubble: every interval the history is compacted
+// at the revision current an interval before, as kube-apiserver's
+// compactor does, so an old resourceVersion is 410 after 1 to 2 intervals.
+func TestCompactionIntervalInBubble(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := New(Options{CompactionInterval: 5 * time.Minute})
+		cs := newClient(t, s)
+		ctx := context.Background()
+		events := cs.CoreV1().Events("default")
+		a, err := events.Create(ctx, bubbleEvent("a"), metav1.CreateOptions{})
+		require.NoError(t, err)
+		time.Sleep(time.Minute)
+		_, err = events.Create(ctx, bubbleEvent("b"), metav1.CreateOptions{})
+		require.NoError(t, err)
+		time.Sleep(5 * time.Minute)
+		_, err = events.Create(ctx, bubbleEvent("c"), metav1.CreateOptions{})
+		require.NoError(t, err)
+		listAtA := func() error {
+			_, err := events.List(ctx, metav1.ListOptions{ResourceVersion: a.ResourceVersion, ResourceVersionMatch: metav1.ResourceVersionMatchExact})
+			return err
+		}
+		watchFromA := func() watch.Event {
+			timeout := int64(1)
+			w, err := events.Watch(ctx, metav1.ListOptions{ResourceVersion: a.ResourceVersion, TimeoutSeconds: &timeout})
+			require.NoError(t, err)
+			defer w.Stop()
+			return <-w.ResultChan()
+		}
+
+		time.Sleep(3*time.Minute + 59*time.Second) // 9m59s: nothing compacted yet
+		require.NoError(t, listAtA())
+		time.Sleep(time.Second) // 10m: compacted at b, the revision at 5m
+		assert.True(t, apierrors.IsResourceExpired(listAtA()), "a list at a is too old")
+		assert.Equal(t, watch.Added, watchFromA().Type, "a watch from a starts at b (its create), still there")
+
+		time.Sleep(5 * time.Minute) // 15m: compacted at c, the revision at 10m
+		e := watchFromA()
+		require.Equal(t, watch.Error, e.Type)
+		assert.EqualValues(t, 410, e.Object.(*metav1.Status).Code)
+	})
+}

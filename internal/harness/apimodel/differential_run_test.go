@@ -4,6 +4,7 @@ package apimodel
 // comparison of both sides' normalized answers.
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"maps"
@@ -16,7 +17,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/version"
+	"k8s.io/client-go/kubernetes/scheme"
 
 	"github.com/k8sevents/otel-k8sevents/internal/harness/kubetest"
 )
@@ -67,6 +73,51 @@ func TestDifferential(t *testing.T) {
 			runCase(t, i, c, sd, modelSide(t, sd, Options{EventsWatchCache: c.eventsWatchCache}))
 		})
 	}
+	t.Run("discovery", func(t *testing.T) { compareDiscovery(t, real, modelSide(t, real, Options{})) })
+}
+
+// compareDiscovery checks that what the model's discovery lists, the real
+// server lists alike (the real one lists much more).
+func compareDiscovery(t *testing.T, real, model *side) {
+	var realGroups, modelGroups metav1.APIGroupList
+	decodeResult(t, real.do(t, asAdmin, http.MethodGet, "/apis", "", nil), &realGroups)
+	decodeResult(t, model.do(t, asAdmin, http.MethodGet, "/apis", "", nil), &modelGroups)
+	for _, g := range modelGroups.Groups {
+		i := slices.IndexFunc(realGroups.Groups, func(r metav1.APIGroup) bool { return r.Name == g.Name })
+		require.GreaterOrEqual(t, i, 0, "group %s", g.Name)
+		assert.Equal(t, realGroups.Groups[i].PreferredVersion, g.PreferredVersion, "group %s", g.Name)
+	}
+	for _, sg := range servedGroupVersions {
+		path := "/apis/" + sg.gv.String()
+		if sg.gv.Group == "" {
+			path = "/api/v1"
+		}
+		var realList, modelList metav1.APIResourceList
+		decodeResult(t, real.do(t, asAdmin, http.MethodGet, path, "", nil), &realList)
+		decodeResult(t, model.do(t, asAdmin, http.MethodGet, path, "", nil), &modelList)
+		require.NotEmpty(t, modelList.APIResources, path)
+		for _, r := range modelList.APIResources {
+			i := slices.IndexFunc(realList.APIResources, func(x metav1.APIResource) bool { return x.Name == r.Name })
+			require.GreaterOrEqual(t, i, 0, "%s %s", path, r.Name)
+			want := realList.APIResources[i]
+			want.StorageVersionHash, want.Categories = "", nil
+			slices.Sort(want.Verbs)
+			slices.Sort(r.Verbs)
+			assert.Equal(t, want, r, "%s %s", path, r.Name)
+		}
+	}
+	var realVersion, modelVersion version.Info
+	decodeResult(t, real.do(t, asAdmin, http.MethodGet, "/version", "", nil), &realVersion)
+	decodeResult(t, model.do(t, asAdmin, http.MethodGet, "/version", "", nil), &modelVersion)
+	assert.Equal(t, realVersion.Major+"."+realVersion.Minor, modelVersion.Major+"."+modelVersion.Minor)
+}
+
+func decodeResult(t *testing.T, r result, into any) {
+	t.Helper()
+	require.Equal(t, http.StatusOK, r.Code, "%v", r.Body)
+	b, err := json.Marshal(r.Body)
+	require.NoError(t, err)
+	require.NoError(t, json.Unmarshal(b, into))
 }
 
 func runCase(t *testing.T, i int, c diffCase, real, model *side) {
@@ -147,7 +198,11 @@ func (r *runner) run(steps []step) []result {
 			r.n.object(r.t, res.Body, false)
 			out = append(out, res)
 		default:
-			res := r.sd.do(r.t, as, st.method, r.expand(st.path), st.ctype, []byte(r.expand(st.body)))
+			body := []byte(r.expand(st.body))
+			if st.ctype == protobufType {
+				body = toProtobuf(r.t, body)
+			}
+			res := r.sd.do(r.t, as, st.method, r.expand(st.path), st.ctype, body)
 			if st.label != "" {
 				r.raw[st.label] = copyJSON(res.Body)
 			}
@@ -236,6 +291,19 @@ func stepName(steps []step, j int) string {
 		return names[j]
 	}
 	return "?"
+}
+
+const protobufType = "application/vnd.kubernetes.protobuf"
+
+// toProtobuf is a JSON body as client-go's typed clients send it.
+func toProtobuf(t *testing.T, body []byte) []byte {
+	obj, _, err := scheme.Codecs.UniversalDeserializer().Decode(body, nil, nil)
+	require.NoError(t, err)
+	info, ok := runtime.SerializerInfoForMediaType(scheme.Codecs.SupportedMediaTypes(), protobufType)
+	require.True(t, ok)
+	var b bytes.Buffer
+	require.NoError(t, info.Serializer.Encode(obj, &b))
+	return b.Bytes()
 }
 
 // Step constructors.

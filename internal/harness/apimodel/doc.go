@@ -14,11 +14,15 @@
 //     server validates it, generateName, 409 AlreadyExists, 404 for a
 //     missing namespace), get, list (field selectors each API supports,
 //     label selectors, limit and continue, the list's resourceVersion),
-//     watch (from a resourceVersion, ADDED, MODIFIED and DELETED in order,
-//     bookmarks when allowed, 410 Expired for a compacted resourceVersion,
-//     timeoutSeconds), update with a resourceVersion precondition, strategic
-//     merge, JSON merge and JSON patches (the server's own libraries), and
-//     delete; the Event TTL on the model's clock.
+//     watch (from a resourceVersion, or the current objects first; ADDED,
+//     MODIFIED and DELETED in order; 410 Expired for a compacted
+//     resourceVersion; timeoutSeconds; the initial-events-end bookmark of
+//     sendInitialEvents; periodic bookmarks only with EventsWatchCache, as
+//     kube-apiserver never watch-caches Events by default), update with a
+//     resourceVersion precondition, strategic merge, JSON merge and JSON
+//     patches (the server's own libraries), and delete with preconditions;
+//     the Event TTL and etcd compaction (Compact, CompactionInterval) on the
+//     model's clock.
 //   - Namespaces (get, list, create), coordination.k8s.io/v1 Leases (what
 //     leader election needs: get, create, update with conflicts).
 //   - TokenReview (static and service account tokens, audiences, expiry)
@@ -41,11 +45,13 @@
 // dry run, fieldValidation=Strict (unknown fields are dropped), warnings,
 // admission plugins but NamespaceLifecycle (no EventRateLimit: use a
 // Fault), priority and fairness (use a Fault), deletecollection, namespace
-// termination (DeleteNamespace removes everything at once), other
-// resources, RBAC roles, bindings and groups (Allow rules name users),
-// the SubjectAccessReview's reason, the TokenReview's exact error text,
-// impersonation, the watch cache's own window (a watch from any revision
-// since the last Compact is served), the random spread of watch timeouts
-// and etcd lease granularity of the TTL (both exact here), and waiting for
-// a resourceVersion the server has not reached (504 at once).
+// termination (DeleteNamespace removes everything at once), namespace
+// updates, other resources, RBAC roles, bindings and groups (Allow rules
+// name users), the SubjectAccessReview's reason, the TokenReview's exact
+// error text, impersonation, a watch cache's own window (even with
+// EventsWatchCache, a watch from any revision since the last compaction is
+// served), etcd progress notifications, the random spread of watch
+// timeouts and the etcd lease granularity of the TTL (both exact here),
+// the compactor's own revision on each periodic compaction, and waiting
+// for a resourceVersion the server has not reached (504 at once).
 package apimodel

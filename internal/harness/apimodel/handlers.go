@@ -60,7 +60,7 @@ func (c *call) objectResponse(code int, stored runtime.Object) response {
 
 func (c *call) get() response {
 	c.s.mu.Lock()
-	c.s.expireLocked()
+	c.s.maintainLocked()
 	obj := c.s.st.get(c.rt.store, c.key(c.info.name))
 	c.s.mu.Unlock()
 	if obj == nil {
@@ -112,7 +112,7 @@ func (c *call) create() response {
 	stored := c.rt.toStored(obj)
 	c.s.mu.Lock()
 	defer c.s.mu.Unlock()
-	c.s.expireLocked()
+	c.s.maintainLocked()
 	if err := c.createLocked(stored); err != nil {
 		return errorResponse(err)
 	}
@@ -179,7 +179,7 @@ func (c *call) update() response {
 	stored := c.rt.toStored(obj)
 	c.s.mu.Lock()
 	defer c.s.mu.Unlock()
-	c.s.expireLocked()
+	c.s.maintainLocked()
 	if c.s.st.get(c.rt.store, c.key(c.info.name)) == nil {
 		if !c.rt.createOnUpdate {
 			return errorResponse(apierrors.NewNotFound(c.rt.groupResource(), c.info.name))
@@ -259,7 +259,7 @@ func (c *call) delete() response {
 	}
 	c.s.mu.Lock()
 	defer c.s.mu.Unlock()
-	c.s.expireLocked()
+	c.s.maintainLocked()
 	key := c.key(c.info.name)
 	old := c.s.st.get(c.rt.store, key)
 	if old == nil {

@@ -110,7 +110,7 @@ func (c *call) list() response {
 	}
 	c.s.mu.Lock()
 	defer c.s.mu.Unlock()
-	c.s.expireLocked()
+	c.s.maintainLocked()
 	rv, start, err := c.listRevisionLocked(opts)
 	if err != nil {
 		return errorResponse(err)

@@ -38,7 +38,7 @@ func (c *call) patch(contentType string) response {
 	}
 	c.s.mu.Lock()
 	defer c.s.mu.Unlock()
-	c.s.expireLocked()
+	c.s.maintainLocked()
 	old := c.s.st.get(c.rt.store, c.key(c.info.name))
 	if old == nil {
 		return errorResponse(apierrors.NewNotFound(c.rt.groupResource(), c.info.name))

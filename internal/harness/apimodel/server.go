@@ -57,6 +57,12 @@ type Options struct {
 	// than the watch's start. Off, as in a default kube-apiserver, which
 	// never caches Events: no bookmarks on Event watches.
 	EventsWatchCache bool
+	// CompactionInterval compacts the history as kube-apiserver's
+	// --etcd-compaction-interval (its default 5m) does: every interval, at
+	// the revision that was current an interval before, so a watch or list
+	// from a resourceVersion older than 1 to 2 intervals answers 410. 0:
+	// only Compact compacts.
+	CompactionInterval time.Duration
 	// Seed seeds the generated names and uids (0 is a seed too): two
 	// servers given the same seed and requests answer the same.
 	Seed uint64
@@ -68,14 +74,17 @@ type Options struct {
 type Server struct {
 	opts Options
 
-	mu       sync.Mutex // guards what follows; held only for short sections
-	st       *store
-	tokens   map[string]identity // bearer token -> who
-	rules    []rule
-	ready    bool
-	writes   []Write
-	rng      *rand.Rand
-	endWatch chan struct{} // closed (and replaced) by EndWatches
+	mu     sync.Mutex // guards what follows; held only for short sections
+	st     *store
+	tokens map[string]identity // bearer token -> who
+	rules  []rule
+	ready  bool
+	writes []Write
+	// The periodic compaction: the next one, and the revision it compacts at.
+	nextCompaction time.Time
+	compactAt      int64
+	rng            *rand.Rand
+	endWatch       chan struct{} // closed (and replaced) by EndWatches
 }
 
 // identity is an authenticated user, and for a service account token its
@@ -119,12 +128,13 @@ func New(opts Options) *Server {
 	}
 	s := &Server{
 		opts:     opts,
-		st:       newStore(),
+		st:       newStore(opts.Now),
 		tokens:   map[string]identity{},
 		ready:    true,
 		rng:      rand.New(rand.NewPCG(opts.Seed, 0x61706d6f64656c)),
 		endWatch: make(chan struct{}),
 	}
+	s.nextCompaction = opts.Now().Add(opts.CompactionInterval)
 	for _, ns := range []string{metav1.NamespaceDefault, metav1.NamespaceSystem, metav1.NamespacePublic, corev1.NamespaceNodeLease} {
 		s.CreateNamespace(ns)
 	}
@@ -205,7 +215,7 @@ func (s *Server) CreateNamespace(name string) {
 func (s *Server) DeleteNamespace(name string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.expireLocked()
+	s.maintainLocked()
 	for _, space := range []string{storeEvents, storeLeases} {
 		keys := make([]string, 0)
 		for k := range s.st.objects[space] {
@@ -233,7 +243,7 @@ func (s *Server) DeleteNamespace(name string) {
 func (s *Server) Compact() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.expireLocked()
+	s.maintainLocked()
 	s.st.compact()
 }
 
@@ -261,7 +271,7 @@ func (s *Server) EndWatches() {
 func (s *Server) Events() []corev1.Event {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.expireLocked()
+	s.maintainLocked()
 	objs := s.st.snapshot(storeEvents, s.st.rv, func(string, runtime.Object) bool { return true })
 	out := make([]corev1.Event, len(objs))
 	for i, o := range objs {
@@ -274,7 +284,7 @@ func (s *Server) Events() []corev1.Event {
 func (s *Server) Writes() []Write {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.expireLocked()
+	s.maintainLocked()
 	out := make([]Write, len(s.writes))
 	for i, w := range s.writes {
 		out[i] = w
@@ -297,9 +307,18 @@ func (s *Server) journalLocked(verb, group string, before, after runtime.Object,
 	s.writes = append(s.writes, w)
 }
 
-// expireLocked deletes the Events whose TTL passed.
-func (s *Server) expireLocked() {
-	for _, r := range s.st.expire(s.opts.Now()) {
+// maintainLocked does what the API server and etcd do on their own, up to
+// now: the compactions due and the Events whose TTL passed.
+func (s *Server) maintainLocked() {
+	now := s.opts.Now()
+	for s.opts.CompactionInterval > 0 && !s.nextCompaction.After(now) {
+		if s.compactAt > 0 {
+			s.st.compactAt(s.compactAt)
+		}
+		s.compactAt = s.st.revisionAt(s.nextCompaction)
+		s.nextCompaction = s.nextCompaction.Add(s.opts.CompactionInterval)
+	}
+	for _, r := range s.st.expire(now) {
 		if r.store == storeEvents {
 			s.journalLocked("expire", "", r.prev, nil, r.rv)
 		}

@@ -18,6 +18,7 @@ import (
 // with its own resourceVersion) nil a create.
 type revision struct {
 	rv        int64
+	at        time.Time // when, on the Server's clock
 	store     string
 	key       string // namespace/name, or name
 	obj, prev runtime.Object
@@ -40,10 +41,12 @@ type store struct {
 	deadlines deadlineHeap
 	// changed is closed (and replaced) by every write: a watch waits on it.
 	changed chan struct{}
+	now     func() time.Time
 }
 
-func newStore() *store {
-	return &store{rv: 1, compacted: 1, last: map[string]int64{}, objects: map[string]map[string]*entry{}, changed: make(chan struct{})}
+func newStore(now func() time.Time) *store {
+	return &store{rv: 1, compacted: 1, last: map[string]int64{}, objects: map[string]map[string]*entry{},
+		changed: make(chan struct{}), now: now}
 }
 
 // get is the current object under key, or nil.
@@ -58,9 +61,14 @@ func (st *store) get(space, key string) runtime.Object {
 // revision. obj gets the revision as its resourceVersion; expires is when
 // it expires (zero: never).
 func (st *store) put(space, key string, obj runtime.Object, expires time.Time) int64 {
+	return st.putAt(space, key, obj, expires, st.now())
+}
+
+// putAt is put at time at (an expiry: its deadline).
+func (st *store) putAt(space, key string, obj runtime.Object, expires, at time.Time) int64 {
 	st.rv++
 	st.last[space] = st.rv
-	rev := revision{rv: st.rv, store: space, key: key}
+	rev := revision{rv: st.rv, at: at, store: space, key: key}
 	m := st.objects[space]
 	if m == nil {
 		m = map[string]*entry{}
@@ -95,7 +103,7 @@ func (st *store) expire(now time.Time) []revision {
 		if e == nil || resourceVersionOf(e.obj) != d.rv {
 			continue // written or deleted since: a later deadline holds
 		}
-		st.put(d.space, d.key, nil, time.Time{})
+		st.putAt(d.space, d.key, nil, time.Time{}, d.at)
 		gone = append(gone, st.history[len(st.history)-1])
 	}
 	return gone
@@ -119,9 +127,35 @@ func (st *store) nextDeadline() time.Time {
 // still starts; one from an older revision, or a list at one, is too old.
 func (st *store) compact() {
 	st.rv++
-	st.compacted = st.rv
-	i, _ := slices.BinarySearchFunc(st.history, st.compacted, func(r revision, rv int64) int { return int(r.rv - rv) })
+	st.compactAt(st.rv)
+}
+
+// compactAt forgets the history before revision rv (rv stays readable).
+func (st *store) compactAt(rv int64) {
+	if rv <= st.compacted {
+		return
+	}
+	st.compacted = rv
+	i, _ := slices.BinarySearchFunc(st.history, rv, func(r revision, rv int64) int { return int(r.rv - rv) })
 	st.history = slices.Clone(st.history[i:])
+}
+
+// revisionAt is the revision current at time t (at least the compacted
+// one).
+func (st *store) revisionAt(t time.Time) int64 {
+	i, _ := slices.BinarySearchFunc(st.history, t, func(r revision, t time.Time) int {
+		if r.at.After(t) {
+			return 1
+		}
+		return -1
+	})
+	switch {
+	case i > 0:
+		return st.history[i-1].rv
+	case len(st.history) > 0:
+		return max(st.history[0].rv-1, st.compacted)
+	}
+	return st.rv
 }
 
 // snapshot is the objects of space as they were at revision rv (at least

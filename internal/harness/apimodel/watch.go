@@ -41,7 +41,7 @@ func (c *call) watch() response {
 	}
 	w.deadline = c.s.opts.Now().Add(timeout)
 	c.s.mu.Lock()
-	c.s.expireLocked()
+	c.s.maintainLocked()
 	w.end = c.s.endWatch
 	err = w.startLocked(opts)
 	c.s.mu.Unlock()
@@ -132,7 +132,7 @@ func (w *watchBody) Read(p []byte) (int, error) {
 func (w *watchBody) wait() error {
 	s := w.s
 	s.mu.Lock()
-	s.expireLocked()
+	s.maintainLocked()
 	w.collectLocked()
 	changed, next := s.st.changed, s.st.nextDeadline()
 	if len(w.buf) == 0 && w.due {
