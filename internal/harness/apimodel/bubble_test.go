@@ -18,6 +18,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/leaderelection"
+	"k8s.io/client-go/tools/leaderelection/resourcelock"
 )
 
 // newClient is a clientset of a new user of s allowed everything on Events.
@@ -188,5 +190,52 @@ func TestCompactionIntervalInBubble(t *testing.T) {
 		e := watchFromA()
 		require.Equal(t, watch.Error, e.Type)
 		assert.EqualValues(t, 410, e.Object.(*metav1.Status).Code)
+	})
+}
+
+// TestLeaderElectionInBubble runs client-go's leader election (what the
+// k8s_leader_elector extension runs) on the model's Leases: one candidate
+// leads, and when it releases, the other takes over.
+func TestLeaderElectionInBubble(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := New(Options{})
+		s.AddUser("admin-token", "admin", "system:masters")
+		cs := kubernetes.NewForConfigOrDie(s.RESTConfig("admin-token"))
+		leading := make(chan string, 2)
+		run := func(ctx context.Context, id string) {
+			le, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
+				Lock: &resourcelock.LeaseLock{
+					LeaseMeta:  metav1.ObjectMeta{Namespace: "default", Name: "collector"},
+					Client:     cs.CoordinationV1(),
+					LockConfig: resourcelock.ResourceLockConfig{Identity: id},
+				},
+				LeaseDuration: 15 * time.Second, RenewDeadline: 10 * time.Second, RetryPeriod: 2 * time.Second,
+				ReleaseOnCancel: true,
+				Callbacks: leaderelection.LeaderCallbacks{
+					OnStartedLeading: func(context.Context) { leading <- id },
+					OnStoppedLeading: func() {},
+				},
+			})
+			require.NoError(t, err)
+			le.Run(ctx)
+		}
+		ctxA, stopA := context.WithCancel(context.Background())
+		ctxB, stopB := context.WithCancel(context.Background())
+		doneA := make(chan struct{})
+		go func() { defer close(doneA); run(ctxA, "a") }()
+		assert.Equal(t, "a", <-leading)
+		go run(ctxB, "b")
+		time.Sleep(time.Minute) // a renews, b waits
+		stopA()
+		<-doneA
+		start := time.Now()
+		assert.Equal(t, "b", <-leading, "b takes over once a released the lease")
+		assert.LessOrEqual(t, time.Since(start), 2*time.Second*22/10, "within a retry period (jittered by up to 1.2)")
+		lease, err := cs.CoordinationV1().Leases("default").Get(context.Background(), "collector", metav1.GetOptions{})
+		require.NoError(t, err)
+		assert.Equal(t, "b", *lease.Spec.HolderIdentity)
+		assert.EqualValues(t, 1, *lease.Spec.LeaseTransitions)
+		stopB()
+		synctest.Wait()
 	})
 }

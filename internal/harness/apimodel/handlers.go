@@ -14,7 +14,6 @@ import (
 
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	apivalidation "k8s.io/apimachinery/pkg/api/validation"
 	"k8s.io/apimachinery/pkg/api/validation/path"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -307,6 +306,3 @@ func wipeSystemFields(m metav1.Object) {
 	m.SetDeletionGracePeriodSeconds(nil)
 	m.SetSelfLink("")
 }
-
-// metaAccessor is meta.Accessor.
-var metaAccessor = meta.Accessor

@@ -11,6 +11,7 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	apivalidation "k8s.io/apimachinery/pkg/api/validation"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
@@ -34,7 +35,8 @@ type resourceType struct {
 	shortNames          []string
 	namespaced          bool
 	store               string
-	verbs               []string
+	verbs               []string                                      // as discovery lists them (the real server's)
+	serves              []string                                      // what the model answers (405 for the rest)
 	ttl                 bool                                          // the Event TTL applies
 	createOnUpdate      bool                                          // a PUT of a missing object creates it
 	unconditionalUpdate bool                                          // a PUT without a resourceVersion is accepted
@@ -56,13 +58,16 @@ func (rt *resourceType) groupResource() schema.GroupResource {
 // listKind is the kind of a list of the resource.
 func (rt *resourceType) listKind() string { return rt.kind + "List" }
 
-var eventVerbs = []string{"create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"}
+var (
+	eventVerbs  = []string{"create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"}
+	eventServes = []string{"create", "delete", "get", "list", "patch", "update", "watch"}
+)
 
 // resourceTypes are the resources the model serves.
 var resourceTypes = []*resourceType{
 	{
 		gv: corev1.SchemeGroupVersion, resource: "events", kind: "Event", singular: "event", shortNames: []string{"ev"},
-		namespaced: true, store: storeEvents, verbs: eventVerbs, ttl: true, createOnUpdate: true, unconditionalUpdate: true,
+		namespaced: true, store: storeEvents, verbs: eventVerbs, serves: eventServes, ttl: true, createOnUpdate: true, unconditionalUpdate: true,
 		newObject:      func() runtime.Object { return &corev1.Event{} },
 		toStored:       func(o runtime.Object) runtime.Object { return o.(*corev1.Event).DeepCopy() },
 		fromStored:     func(o runtime.Object) runtime.Object { return o.(*corev1.Event).DeepCopy() },
@@ -74,7 +79,7 @@ var resourceTypes = []*resourceType{
 	},
 	{
 		gv: eventsv1.SchemeGroupVersion, resource: "events", kind: "Event", singular: "event", shortNames: []string{"ev"},
-		namespaced: true, store: storeEvents, verbs: eventVerbs, ttl: true, createOnUpdate: true, unconditionalUpdate: true,
+		namespaced: true, store: storeEvents, verbs: eventVerbs, serves: eventServes, ttl: true, createOnUpdate: true, unconditionalUpdate: true,
 		newObject:      func() runtime.Object { return &eventsv1.Event{} },
 		toStored:       func(o runtime.Object) runtime.Object { return eventsToCore(o.(*eventsv1.Event)) },
 		fromStored:     func(o runtime.Object) runtime.Object { return coreToEvents(o.(*corev1.Event)) },
@@ -86,7 +91,7 @@ var resourceTypes = []*resourceType{
 	},
 	{
 		gv: coordinationv1.SchemeGroupVersion, resource: "leases", kind: "Lease", singular: "lease",
-		namespaced: true, store: storeLeases, verbs: eventVerbs, createOnUpdate: true,
+		namespaced: true, store: storeLeases, verbs: eventVerbs, serves: eventServes, createOnUpdate: true,
 		newObject:      func() runtime.Object { return &coordinationv1.Lease{} },
 		toStored:       func(o runtime.Object) runtime.Object { return o.(*coordinationv1.Lease).DeepCopy() },
 		fromStored:     func(o runtime.Object) runtime.Object { return o.(*coordinationv1.Lease).DeepCopy() },
@@ -103,6 +108,7 @@ var resourceTypes = []*resourceType{
 	{
 		gv: corev1.SchemeGroupVersion, resource: "namespaces", kind: "Namespace", singular: "namespace", shortNames: []string{"ns"},
 		store: storeNamespaces, verbs: []string{"create", "delete", "get", "list", "patch", "update", "watch"},
+		serves:        []string{"create", "get", "list"}, // DeleteNamespace stands for a deletion
 		newObject:     func() runtime.Object { return &corev1.Namespace{} },
 		toStored:      func(o runtime.Object) runtime.Object { return o.(*corev1.Namespace).DeepCopy() },
 		fromStored:    func(o runtime.Object) runtime.Object { return o.(*corev1.Namespace).DeepCopy() },
@@ -111,9 +117,7 @@ var resourceTypes = []*resourceType{
 			ns := o.(*corev1.Namespace)
 			return apivalidation.ValidateObjectMeta(&ns.ObjectMeta, false, apivalidation.ValidateNamespaceName, field.NewPath("metadata"))
 		},
-		validateUpdate: func(o, old runtime.Object) field.ErrorList {
-			return field.ErrorList{field.Forbidden(field.NewPath("metadata"), "namespace updates are not modelled")}
-		},
+		validateUpdate: func(o, old runtime.Object) field.ErrorList { return nil }, // never called: not served
 		fieldLabel: func(label string) (string, error) {
 			if label == "metadata.name" || label == "status.phase" {
 				return label, nil
@@ -190,7 +194,7 @@ func prepareNamespace(o runtime.Object) {
 
 // objectMeta is the metadata of a stored or API object.
 func objectMeta(o runtime.Object) metav1.Object {
-	m, err := metaAccessor(o)
+	m, err := meta.Accessor(o)
 	if err != nil {
 		panic(fmt.Sprintf("apimodel: %T has no metadata: %v", o, err)) // only the model's own types get here
 	}

@@ -113,7 +113,7 @@ func (s *Server) serve(req *http.Request, body []byte) response {
 	if rt == nil {
 		return notFound(info)
 	}
-	if !slices.Contains(rt.verbs, info.verb) || (info.verb == "deletecollection") {
+	if !slices.Contains(rt.serves, info.verb) {
 		return errorResponse(apierrors.NewMethodNotSupported(rt.groupResource(), info.verb))
 	}
 	r := &call{s: s, rt: rt, info: info, body: body, query: req.URL.Query(), req: req}
