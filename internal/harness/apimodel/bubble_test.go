@@ -6,6 +6,7 @@ package apimodel
 
 import (
 	"context"
+	"strconv"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -237,5 +238,31 @@ func TestLeaderElectionInBubble(t *testing.T) {
 		assert.EqualValues(t, 1, *lease.Spec.LeaseTransitions)
 		stopB()
 		synctest.Wait()
+	})
+}
+
+// TestWatchFromFutureInBubble: a watch of Events from a resourceVersion
+// not reached yet waits for it, as etcd's watch does: writes before it are
+// not sent, the first one after it is.
+func TestWatchFromFutureInBubble(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := New(Options{})
+		cs := newClient(t, s)
+		ctx := context.Background()
+		first, err := cs.CoreV1().Events("default").Create(ctx, bubbleEvent("a"), metav1.CreateOptions{})
+		require.NoError(t, err)
+		rv, err := strconv.ParseInt(first.ResourceVersion, 10, 64)
+		require.NoError(t, err)
+		w, err := cs.CoreV1().Events("default").Watch(ctx, metav1.ListOptions{ResourceVersion: strconv.FormatInt(rv+2, 10)})
+		require.NoError(t, err)
+		defer w.Stop()
+		synctest.Wait() // the watch reads, and waits
+		for _, name := range []string{"b", "c", "d"} {
+			_, err := cs.CoreV1().Events("default").Create(ctx, bubbleEvent(name), metav1.CreateOptions{})
+			require.NoError(t, err)
+		}
+		e := <-w.ResultChan()
+		require.Equal(t, watch.Added, e.Type)
+		assert.Equal(t, "d", e.Object.(*corev1.Event).Name, "b and c are not after the revision asked for")
 	})
 }

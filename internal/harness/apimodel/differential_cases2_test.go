@@ -117,6 +117,13 @@ func watchCases() []diffCase {
 			watchFor(corePath+"?watch=1&timeoutSeconds=1&resourceVersion={resourceVersion:b}", 1, 20*time.Second,
 				post("", "", corePath, coreEvent("c"))),
 		}},
+		{name: "a resourceVersion not reached yet", steps: []step{
+			get("", "", corePath+"?resourceVersion=99999999"),
+			get("", "", corePath+"?resourceVersion=99999999&resourceVersionMatch=Exact"),
+			get("", "", corePath+"?resourceVersion=99999999&resourceVersionMatch=NotOlderThan"),
+			watchFor(corePath+"?watch=1&timeoutSeconds=1&resourceVersion=99999999", 1, 20*time.Second,
+				post("", "", corePath, coreEvent("before"))),
+		}},
 	}
 }
 

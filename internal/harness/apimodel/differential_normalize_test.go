@@ -99,12 +99,16 @@ func (n *normalizer) object(t *testing.T, v any, isList bool) {
 	}
 }
 
+// current finds the revision a "Too large resource version" quotes.
+var current = regexp.MustCompile(`current: [0-9]+`)
+
 // inRecord finds what a precondition's message quotes from the record.
 var inRecord = regexp.MustCompile(`\(([0-9a-f-]+)\)`)
 
 // inMessage replaces the uids and resourceVersions a message quotes, in
 // parentheses, by their tokens.
 func (n *normalizer) inMessage(msg string) string {
+	msg = current.ReplaceAllString(msg, "current: <rv>")
 	return inRecord.ReplaceAllStringFunc(msg, func(p string) string {
 		v := p[1 : len(p)-1]
 		if tok, ok := n.uids[v]; ok {

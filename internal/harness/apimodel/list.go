@@ -178,7 +178,7 @@ func (c *call) listRevisionLocked(opts metav1.ListOptions) (int64, string, error
 // tooLargeResourceVersion is the API server's answer to a resourceVersion
 // it has not reached (after waiting for it, which the model does not).
 func tooLargeResourceVersion(asked, current int64) error {
-	err := apierrors.NewTimeoutError(fmt.Sprintf("Too large resource version: %d, current: %d", asked, current), 1)
+	err := apierrors.NewTimeoutError(fmt.Sprintf("Too large resource version: %d, current: %d", asked, current), 0)
 	err.ErrStatus.Details.Causes = []metav1.StatusCause{{Type: metav1.CauseTypeResourceVersionTooLarge, Message: "Too large resource version"}}
 	return err
 }

@@ -43,7 +43,7 @@ func (c *call) watch() response {
 	c.s.mu.Lock()
 	c.s.maintainLocked()
 	w.end = c.s.endWatch
-	err = w.startLocked(opts)
+	err = w.startLocked(opts, cached)
 	c.s.mu.Unlock()
 	if err != nil {
 		w.timeout.Stop()
@@ -80,7 +80,7 @@ type watchBody struct {
 // startLocked places the watch's cursor: resourceVersion "" or "0" starts
 // with the current objects (ADDED), N after revision N (an ERROR 410 when
 // N is compacted away).
-func (w *watchBody) startLocked(opts metav1.ListOptions) error {
+func (w *watchBody) startLocked(opts metav1.ListOptions, cached bool) error {
 	st := w.s.st
 	initial := opts.ResourceVersion == "" || opts.ResourceVersion == "0" || opts.SendInitialEvents != nil && *opts.SendInitialEvents
 	if opts.ResourceVersion == "" || opts.ResourceVersion == "0" {
@@ -90,9 +90,9 @@ func (w *watchBody) startLocked(opts metav1.ListOptions) error {
 		if err != nil || rv <= 0 {
 			return apierrors.NewBadRequest("invalid resource version: " + opts.ResourceVersion)
 		}
-		if rv > st.rv {
-			return tooLargeResourceVersion(rv, st.rv)
-		}
+		if rv > st.rv && cached {
+			return tooLargeResourceVersion(rv, st.rv) // a watch cache's answer (after a wait)
+		} // etcd's watch waits for the revision
 		if rv+1 < st.compacted {
 			w.buf = frame(watch.Error, statusObject(apierrors.NewResourceExpired("The resourceVersion for the provided watch is too old.")))
 			w.ended = true
@@ -204,7 +204,7 @@ func (w *watchBody) collectLocked() {
 			w.buf = append(w.buf, frame(watch.Deleted, gone)...)
 		}
 	}
-	w.cursor = st.rv
+	w.cursor = max(w.cursor, st.rv) // a watch from a revision not reached yet stays there
 }
 
 // firstAfter is the index of the first revision after rv.
