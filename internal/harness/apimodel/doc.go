@@ -41,8 +41,9 @@
 // durably blocked, virtual time advances, and nothing outlives a cancelled
 // request.
 //
-// Not modelled: managedFields and server-side apply, protobuf and CBOR,
-// dry run, fieldValidation=Strict (unknown fields are dropped), warnings,
+// Not modelled: managedFields and server-side apply (415), answers in
+// protobuf or CBOR (protobuf request bodies, which typed clients send, are
+// read; answers are JSON, which client-go accepts), dry run, fieldValidation=Strict (unknown fields are dropped), warnings,
 // admission plugins but NamespaceLifecycle (no EventRateLimit: use a
 // Fault), priority and fairness (use a Fault), deletecollection, namespace
 // termination (DeleteNamespace removes everything at once), namespace
@@ -52,6 +53,7 @@
 // EventsWatchCache, a watch from any revision since the last compaction is
 // served), etcd progress notifications, the random spread of watch
 // timeouts and the etcd lease granularity of the TTL (both exact here),
-// the compactor's own revision on each periodic compaction, and waiting
-// for a resourceVersion the server has not reached (504 at once).
+// the compactor's own revision on each periodic compaction, and the wait
+// of a list (or a watch cache) for a resourceVersion the server has not
+// reached (504 at once; a watch of Events waits for it, as etcd's does).
 package apimodel
