@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"go.opentelemetry.io/collector/config/configretry"
-	"go.opentelemetry.io/collector/consumer/consumererror"
 
 	"github.com/k8sevents/otel-k8sevents/internal/retry"
 )
@@ -153,7 +152,7 @@ func (d *dispatcher) sleep(wake time.Time) bool {
 }
 
 // resolve settles a write: written (or dropped for good), retried later
-// in place, or given up.
+// in place, or handed back (stopping, or retries off).
 func (d *dispatcher) resolve(p *pending, err error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -167,10 +166,8 @@ func (d *dispatcher) resolve(p *pending, err error) {
 		}
 	default:
 		delay := func(attempt int) time.Duration { return retry.FromConfig(d.retry).Delay(attempt, err) }
-		if !d.lanes.failed(p, err, time.Now(), delay, d.retry.MaxElapsedTime) {
-			return // stays at the head of its lane
-		}
-		err = consumererror.NewPermanent(fmt.Errorf("not written within retry_on_failure::max_elapsed_time (%s): %w", d.retry.MaxElapsedTime, err))
+		d.lanes.failed(p, err, time.Now(), delay)
+		return // stays at the head of its lane
 	}
 	p.b.resolve(p.idx, err)
 }

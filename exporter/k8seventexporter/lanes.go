@@ -22,7 +22,6 @@ type lane struct {
 	ns       string
 	q        []*pending
 	attempts int       // failed attempts of the head
-	since    time.Time // the head's first failure
 	retryAt  time.Time // the head is not tried again before
 	lastErr  error     // the head's last failure
 }
@@ -89,29 +88,21 @@ func (l *lanes) done(p *pending) {
 	}
 	ln.q[0] = nil
 	ln.q = ln.q[1:]
-	ln.attempts, ln.since, ln.retryAt, ln.lastErr = 0, time.Time{}, time.Time{}, nil
+	ln.attempts, ln.retryAt, ln.lastErr = 0, time.Time{}, nil
 	l.dropIfEmpty(ln)
 }
 
 // failed notes that the write of the record in flight failed with err: it
-// stays at the head of its lane until now+delay(attempt). It answers true,
-// and removes the record, when that retry would come later than maxElapsed
-// after its first failure (0: never).
-func (l *lanes) failed(p *pending, err error, now time.Time, delay func(attempt int) time.Duration, maxElapsed time.Duration) (gaveUp bool) {
+// stays at the head of its lane until now+delay(attempt), however long it
+// has been failing. A record is never given up for time alone: its
+// occurrences would be lost, and nothing later carries them when it is its
+// series' last record.
+func (l *lanes) failed(p *pending, err error, now time.Time, delay func(attempt int) time.Duration) {
 	l.busy = nil
 	ln := l.byNS[p.ev.ObjectNamespace()]
-	if ln.attempts == 0 {
-		ln.since = now
-	}
 	ln.attempts++
 	ln.lastErr = err
-	next := now.Add(delay(ln.attempts))
-	if maxElapsed > 0 && next.Sub(ln.since) > maxElapsed {
-		l.done(p)
-		return true
-	}
-	ln.retryAt = next
-	return false
+	ln.retryAt = now.Add(delay(ln.attempts))
 }
 
 // waiting removes and returns the heads that wait for a retry (shutdown:
@@ -143,7 +134,7 @@ func (l *lanes) withdraw(b *batch) []*pending {
 			return false
 		})
 		if len(ln.q) == 0 || ln.q[0] != head {
-			ln.attempts, ln.since, ln.retryAt, ln.lastErr = 0, time.Time{}, time.Time{}, nil
+			ln.attempts, ln.retryAt, ln.lastErr = 0, time.Time{}, nil
 		}
 		l.dropIfEmpty(ln)
 	}
@@ -165,7 +156,7 @@ func (l *lanes) idle() []*pending {
 		}
 		clear(ln.q[len(keep):])
 		ln.q = keep
-		ln.attempts, ln.since, ln.retryAt, ln.lastErr = 0, time.Time{}, time.Time{}, nil
+		ln.attempts, ln.retryAt, ln.lastErr = 0, time.Time{}, nil
 		l.dropIfEmpty(ln)
 	}
 	return out

@@ -55,7 +55,7 @@ func TestLanesFailedHeadWaitsInPlace(t *testing.T) {
 	p, _ := l.take(t0)
 	require.Equal(t, "last", p.name)
 	second := func(int) time.Duration { return time.Second }
-	assert.False(t, l.failed(p, errors.New("503"), t0, second, 0))
+	l.failed(p, errors.New("503"), t0, second)
 
 	assert.Equal(t, []string{"other/a", "other/b"}, takeAll(l, t0), "only the other lane is ready")
 	none, wake := l.take(t0.Add(time.Second - time.Nanosecond))
@@ -64,23 +64,24 @@ func TestLanesFailedHeadWaitsInPlace(t *testing.T) {
 	assert.Equal(t, []string{"shop/last", "shop/after"}, takeAll(l, t0.Add(time.Second)), "retried first, in place")
 }
 
-// TestLanesGiveUpAfterMaxElapsed: retries end once the next one would
-// come later than maxElapsed after the first failure; the lane moves on.
-func TestLanesGiveUpAfterMaxElapsed(t *testing.T) {
+// TestLanesNeverGiveUpForTime: a head that keeps failing, for days of
+// retries, stays at the head of its lane and is written once the failures
+// end; nothing behind it overtakes it.
+func TestLanesNeverGiveUpForTime(t *testing.T) {
 	t.Parallel()
 	l := newLanes()
 	l.add(pendingIn("shop", "failing"), pendingIn("shop", "next"))
-	delay := func(attempt int) time.Duration { return time.Duration(attempt) * time.Second }
+	delay := func(int) time.Duration { return 30 * time.Second }
 	now := t0
-	for attempt := 1; ; attempt++ {
+	for range 10000 { // more than three days of 30 s retries
 		p, _ := l.take(now)
 		require.Equal(t, "failing", p.name)
-		if l.failed(p, errors.New("503"), now, delay, 9*time.Second) {
-			assert.Equal(t, 4, attempt, "1+2+3 s waited; the next retry would come 10 s after the first failure, past 9 s")
-			break
-		}
-		now = now.Add(delay(attempt))
+		l.failed(p, errors.New("503"), now, delay)
+		now = now.Add(delay(0))
 	}
+	p, _ := l.take(now)
+	require.Equal(t, "failing", p.name)
+	l.done(p)
 	assert.Equal(t, []string{"shop/next"}, takeAll(l, now))
 }
 
@@ -98,7 +99,7 @@ func TestLanesWithdrawAndStop(t *testing.T) {
 	require.Same(t, p1, inFlight)
 	assert.Equal(t, []*pending{p3}, l.withdraw(b1), "p1 is in flight")
 	boom := errors.New("503")
-	l.failed(p1, boom, t0, func(int) time.Duration { return time.Minute }, 0)
+	l.failed(p1, boom, t0, func(int) time.Duration { return time.Minute })
 
 	ps, errs := l.waiting()
 	assert.Equal(t, []*pending{p1}, ps)

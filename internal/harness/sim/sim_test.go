@@ -3,7 +3,9 @@ package sim
 import (
 	"io"
 	"os"
+	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 
 	"k8s.io/klog/v2"
@@ -21,7 +23,6 @@ func runSchedule(t *testing.T, text string) {
 	if err != nil {
 		t.Fatalf("schedule could not run: %v\n%s", err, res.Report)
 	}
-	t.Logf("%d objects written in %d writes\n%s", res.Written, res.Writes, res.Report)
 	if len(res.Violations) > 0 {
 		t.Fatalf("schedule:\n%s\n%s", s, res.Report)
 	}
@@ -124,5 +125,26 @@ func TestSimSurvey(t *testing.T) {
 		for p, c := range failures {
 			t.Logf("  %s broken by %d; shortest:\n%s", p, c, shortest[p])
 		}
+	}
+}
+
+// TestSimKept replays every kept schedule (testdata/schedules): each is a
+// sequence that broke the pipeline's promise before its fix.
+func TestSimKept(t *testing.T) {
+	files, err := filepath.Glob(filepath.Join("testdata", "schedules", "*.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(files) == 0 {
+		t.Fatal("no kept schedules")
+	}
+	for _, file := range files {
+		t.Run(strings.TrimSuffix(filepath.Base(file), ".txt"), func(t *testing.T) {
+			text, err := os.ReadFile(file)
+			if err != nil {
+				t.Fatal(err)
+			}
+			runSchedule(t, string(text))
+		})
 	}
 }
