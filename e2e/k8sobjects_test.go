@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -13,17 +14,20 @@ import (
 )
 
 // TestK8sObjectsChartPreset: the records most clusters already have.
-// contrib's k8sobjects receiver, configured as the official
-// opentelemetry-collector chart's kubernetesEvents preset configures it
-// (events.k8s.io Events, watch mode, DELETED left out), watches API server
-// A; eventseries; the k8sevents exporter writes to B. Into A go, at once,
-// a storm without compression (stormsend.Raw: core/v1 Events whose count
-// is patched at every occurrence, which the receiver sees through
-// events.k8s.io/v1 as deprecatedCount) and one through client-go's
-// events.k8s.io recorder (series.count). Per (namespace, regarding object,
-// reason), B's final counts add up to the occurrences sent (the Raw
-// storm) and to A's counts (both); each series is one object in B, no
-// count in B is ever seen going down, nothing is dropped for good.
+// testdata/config/official-chart.yaml, the logs pipeline of the official
+// opentelemetry-collector chart's kubernetesEvents preset with
+// docs/official-chart.md's values: contrib's k8sobjects receiver as the
+// preset configures it (events.k8s.io Events, watch mode, DELETED left
+// out; here with the field selector that keeps the exporter's own Events
+// out) watches API server A → memory_limiter → eventseries → batch → the
+// k8sevents exporter, which writes to B (the one key a test changes). Into
+// A go, at once, a storm without compression (stormsend.Raw: core/v1
+// Events whose count is patched at every occurrence, which the receiver
+// sees through events.k8s.io/v1 as deprecatedCount) and one through
+// client-go's events.k8s.io recorder (series.count). Per (namespace,
+// regarding object, reason), B's final counts add up to the occurrences
+// sent (the Raw storm) and to A's counts (both); each series is one object
+// in B, no count in B is ever seen going down, nothing is dropped for good.
 func TestK8sObjectsChartPreset(t *testing.T) {
 	parallel(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
@@ -34,8 +38,13 @@ func TestK8sObjectsChartPreset(t *testing.T) {
 	for p := range rawPairs {
 		require.NotContains(t, seriesPairs, p, "the two storms' pairs are apart, so each one's totals can be checked")
 	}
-	rig := newFaultRig(ctx, t, "k8sobjects", mergeStorms(raw, series), mirrorSpec{k8sobjects: true})
-	c := startCollectorEnv(t, rig.dir, rig.spec.config(), []string{"KUBECONFIG=" + rig.spec.kubeA})
+	rig := newFaultRig(ctx, t, "k8sobjects", mergeStorms(raw, series), mirrorSpec{})
+	toB := fmt.Sprintf("exporters:\n  k8sevents:\n    kubeconfig: %q\n    reporting_controller: %s\n    qps: 100\n    burst: 200\n",
+		rig.spec.kubeB, rig.spec.controller)
+	// auth_type kubeConfig of the k8sobjects receiver has no path key: it
+	// reads $KUBECONFIG.
+	c := startCollectorEnv(t, rig.dir, readyConfig(t, "official-chart.yaml"),
+		[]string{"K8S_AUTH_TYPE=kubeConfig", "KUBECONFIG=" + rig.spec.kubeA}, toB)
 	// The receiver watches from the resourceVersion of a list it makes
 	// once started: what A holds before that is never seen.
 	awaitWatchStarted(ctx, t, rig.src, rig.dst, rig.nss, "k8sobjects-start", 2*time.Minute)

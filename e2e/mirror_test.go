@@ -31,11 +31,6 @@ type mirrorSpec struct {
 	api          string   // the exporter's api; "": its default (auto)
 	finishAfter  string   // the processor's series.finish_after; "": its default (6m)
 	fastRetry    bool     // retry failed writes after 1 s, backing off to at most 5 s
-	// k8sobjects: contrib's k8sobjects receiver as the official chart's
-	// kubernetesEvents preset configures it, in place of the k8sevents
-	// receiver (namespaces and storage do not apply to it); it reads A's
-	// kubeconfig from $KUBECONFIG (auth_type kubeConfig has no path key).
-	k8sobjects bool
 }
 
 // config is the collector configuration. The processor keeps its defaults
@@ -51,18 +46,12 @@ func (s mirrorSpec) config() string {
 		exts += ", file_storage"
 		fmt.Fprintf(&b, "extensions:\n  file_storage: {directory: %q, create_directory: true}\n", s.storage)
 	}
-	receiver := "k8sevents"
-	if s.k8sobjects {
-		receiver = "k8sobjects"
-		b.WriteString(k8sobjectsPreset)
-	} else {
-		fmt.Fprintf(&b, "receivers:\n  k8sevents:\n    auth_type: kubeConfig\n    kubeconfig: %q\n    initial: all\n", s.kubeA)
-		if len(s.namespaces) > 0 {
-			fmt.Fprintf(&b, "    namespaces: [%s]\n", strings.Join(s.namespaces, ", "))
-		}
-		if s.storage != "" {
-			b.WriteString("    storage: file_storage\n")
-		}
+	fmt.Fprintf(&b, "receivers:\n  k8sevents:\n    auth_type: kubeConfig\n    kubeconfig: %q\n    initial: all\n", s.kubeA)
+	if len(s.namespaces) > 0 {
+		fmt.Fprintf(&b, "    namespaces: [%s]\n", strings.Join(s.namespaces, ", "))
+	}
+	if s.storage != "" {
+		b.WriteString("    storage: file_storage\n")
 	}
 	b.WriteString("processors:\n  eventseries:\n")
 	if s.storage != "" {
@@ -85,22 +74,9 @@ func (s mirrorSpec) config() string {
 		b.WriteString("    retry_on_failure: {initial_interval: 1s, max_interval: 5s}\n")
 	}
 	fmt.Fprintf(&b, "service:\n  extensions: [%s]\n  pipelines:\n    logs:\n"+
-		"      receivers: [%s]\n      processors: [eventseries]\n      exporters: [k8sevents]\n", exts, receiver)
+		"      receivers: [k8sevents]\n      processors: [eventseries]\n      exporters: [k8sevents]\n", exts)
 	return b.String()
 }
-
-// k8sobjectsPreset is the receiver of the official opentelemetry-collector
-// chart's kubernetesEvents preset (its _config.tpl), with kubeconfig auth
-// in place of the in-cluster ServiceAccount.
-const k8sobjectsPreset = `receivers:
-  k8sobjects:
-    auth_type: kubeConfig
-    objects:
-      - name: events
-        mode: watch
-        group: events.k8s.io
-        exclude_watch_type: [DELETED]
-`
 
 // stormWindow is the first d of a built-in scenario.
 func stormWindow(t *testing.T, name string, d time.Duration) []storm.Occurrence {
