@@ -40,13 +40,7 @@ func newWatchedObjects(t *testing.T) watchedObjects {
 	t.Helper()
 	w := watchedObjects{occurrences: map[string]int64{}}
 	add := func(typ watch.EventType, obj runtime.Object) {
-		var ld plog.Logs
-		var err error
-		if typ == "" {
-			ld, err = k8sobjects.Pull(obj)
-		} else {
-			ld, err = k8sobjects.Watch(typ, obj)
-		}
+		ld, err := k8sobjects.Watch(typ, obj)
 		require.NoError(t, err)
 		w.batches = append(w.batches, ld)
 	}
