@@ -16,7 +16,8 @@ const MicroTimeFormat = "2006-01-02T15:04:05.000000Z07:00"
 // DecodeOptions select what Decode parses.
 type DecodeOptions struct {
 	// SkipTimes leaves the timestamp attributes (first/last, event time,
-	// series last observed) unparsed; the record timestamp is always read.
+	// series last observed) unparsed; the record timestamp is always read,
+	// and so are the times of an Event object in the body (DecodeRecord).
 	// The processor tracks its own times and reads them only where a
 	// record has no timestamp.
 	SkipTimes bool
