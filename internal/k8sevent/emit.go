@@ -12,7 +12,13 @@ import (
 // decided: a second copy of a contract key goes (the first is the one
 // decoded), as do every StateKeys and an Event namespace that is the
 // regarding object's.
+//
+// A record whose body was the Event object (contrib's k8sobjects receiver)
+// first becomes a record of the contract, its fields attributes and its
+// note the body (encodeObjectRecord): its own name and counts, in the body,
+// would otherwise be read in place of the state.
 func EncodeEmitted(lr plog.LogRecord, ev *Event, problems Problem, st *State) {
+	encodeObjectRecord(lr, ev)
 	lr.SetEventName(EventName)
 	attrs := lr.Attributes()
 	dupKeys := problems&ProblemDuplicateKey != 0

@@ -11,8 +11,12 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/plog"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
 
 	"github.com/k8sevents/otel-k8sevents/internal/harness/fuzzbytes"
+	"github.com/k8sevents/otel-k8sevents/internal/harness/k8sobjects"
 	"github.com/k8sevents/otel-k8sevents/internal/k8sevent"
 )
 
@@ -114,7 +118,12 @@ func (r *fuzzReader) putAttrs(m pcommon.Map, n int) {
 }
 
 func (r *fuzzReader) setBody(v pcommon.Value) {
-	switch r.Byte() % 8 {
+	b := r.Byte()
+	if b >= 0xf0 {
+		r.setObjectBody(v)
+		return
+	}
+	switch b % 8 {
 	case 0:
 		// empty body
 	case 1, 2:
@@ -137,6 +146,82 @@ func (r *fuzzReader) setBody(v pcommon.Value) {
 	default:
 		v.SetEmptySlice().AppendEmpty().SetStr(r.str())
 	}
+}
+
+// objectBodies are bodies of contrib's k8sobjects receiver (watch and pull
+// mode, both API groups, an event that is no occurrence, another kind),
+// which setObjectBody starts from.
+var objectBodies = func() []map[string]any {
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web-0", Namespace: "prod", UID: "pod-uid-1"}}
+	var out []map[string]any
+	for _, build := range []func() (plog.Logs, error){
+		func() (plog.Logs, error) { return k8sobjects.Watch(watch.Added, fullEventsV1()) },
+		func() (plog.Logs, error) { return k8sobjects.Watch(watch.Modified, fullCoreV1()) },
+		func() (plog.Logs, error) { return k8sobjects.Pull(fullEventsV1()) },
+		func() (plog.Logs, error) { return k8sobjects.Pull(fullCoreV1()) },
+		func() (plog.Logs, error) { return k8sobjects.Watch(watch.Deleted, fullEventsV1()) },
+		func() (plog.Logs, error) { return k8sobjects.Watch(watch.Added, pod) },
+	} {
+		ld, err := build()
+		if err != nil {
+			panic(err)
+		}
+		out = append(out, ld.ResourceLogs().At(0).ScopeLogs().At(0).LogRecords().At(0).Body().Map().AsRaw())
+	}
+	return out
+}()
+
+// objectPaths are the fields the decoder reads in an Event object (of
+// either API group) and those that say what the body is.
+var objectPaths = [][]string{
+	{"apiVersion"}, {"kind"}, {"metadata"}, {"metadata", "name"}, {"metadata", "namespace"}, {"metadata", "uid"},
+	{"metadata", "creationTimestamp"}, {"reason"}, {"action"}, {"type"}, {"note"}, {"message"},
+	{"reportingController"}, {"reportingComponent"}, {"reportingInstance"},
+	{"regarding"}, {"regarding", "kind"}, {"regarding", "name"}, {"regarding", "namespace"}, {"regarding", "uid"},
+	{"involvedObject"}, {"involvedObject", "kind"}, {"involvedObject", "name"}, {"involvedObject", "namespace"},
+	{"related"}, {"related", "kind"}, {"related", "apiVersion"},
+	{"source"}, {"source", "host"}, {"deprecatedSource"}, {"deprecatedSource", "component"},
+	{"eventTime"}, {"firstTimestamp"}, {"lastTimestamp"}, {"deprecatedFirstTimestamp"}, {"deprecatedLastTimestamp"},
+	{"count"}, {"deprecatedCount"}, {"series"}, {"series", "count"}, {"series", "lastObservedTime"},
+}
+
+// setObjectBody sets v to one of objectBodies with a few of its fields (in
+// the object itself, or of the watch event around it) set to a value of a
+// type the input picks, or removed.
+func (r *fuzzReader) setObjectBody(v pcommon.Value) {
+	m := v.SetEmptyMap()
+	_ = m.FromRaw(objectBodies[int(r.Byte())%len(objectBodies)])
+	obj := m
+	if o, ok := m.Get("object"); ok && o.Type() == pcommon.ValueTypeMap {
+		obj = o.Map()
+	}
+	for range r.Byte() % 8 {
+		at := obj
+		if b := r.Byte(); b >= 0xf0 { // the watch event's own fields
+			at, b = m, b%2
+			r.putField(at, []string{[]string{"type", "object"}[b]})
+			continue
+		}
+		r.putField(at, objectPaths[int(r.Byte())%len(objectPaths)])
+	}
+}
+
+// putField sets the field at path in m (its maps made when missing, or
+// not a map) to a value the input picks, or removes it.
+func (r *fuzzReader) putField(m pcommon.Map, path []string) {
+	for _, k := range path[:len(path)-1] {
+		if v, ok := m.Get(k); ok && v.Type() == pcommon.ValueTypeMap {
+			m = v.Map()
+		} else {
+			m = m.PutEmptyMap(k)
+		}
+	}
+	last := path[len(path)-1]
+	if r.Byte()%4 == 0 {
+		m.Remove(last)
+		return
+	}
+	r.putValue(m.PutEmpty(last))
 }
 
 // buildRecord turns fuzz input into a resource and a log record.
@@ -170,6 +255,14 @@ func FuzzDecode(f *testing.F) {
 	f.Add([]byte{})
 	f.Add([]byte{1, 2, 9, 1, 5, 'h', 'e', 'l', 'l', 'o', 0, 3, 2, 0, 3, 'B', 'a', 'd', 5, 0, 3, 'P', 'o', 'd', 6, 0, 3, 'w', 'e', 'b'})
 	f.Add([]byte{2, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 3, 13, 3, 0, 0xff, 0xff, 0, 4, 2, 1, 'x', 5, 6, 1, 'P', 6, 0, 1, 'p'})
+	// contrib's k8sobjects receiver: each body as it writes it, then with
+	// a field set to another type, or the watch type or object replaced.
+	for i := range objectBodies {
+		f.Add([]byte{0, 0, 0, 0xf0, byte(i), 0})
+	}
+	f.Add([]byte{0, 0, 0, 0xf0, 0, 2, 0, 31, 1, 4, 7, 0, 37, 1, 0, 4, 'm', 'a', 'n', 'y'})    // eventTime an int, count a word
+	f.Add([]byte{0, 0, 0, 0xf0, 1, 1, 0, 20, 1, 0, 1, 'x'})                                   // core/v1 involvedObject a string
+	f.Add([]byte{0, 0, 0, 0xf0, 4, 1, 0xf0, 1, 0, 8, 'M', 'O', 'D', 'I', 'F', 'I', 'E', 'D'}) // DELETED made MODIFIED
 
 	f.Fuzz(func(t *testing.T, data []byte) {
 		res, lr := buildRecord(data)

@@ -16,7 +16,8 @@ const MicroTimeFormat = "2006-01-02T15:04:05.000000Z07:00"
 // DecodeOptions select what Decode parses.
 type DecodeOptions struct {
 	// SkipTimes leaves the timestamp attributes (first/last, event time,
-	// series last observed) unparsed; the record timestamp is always read.
+	// series last observed) unparsed; the record timestamp is always read,
+	// and so are the times of an Event object in the body (DecodeRecord).
 	// The processor tracks its own times and reads them only where a
 	// record has no timestamp.
 	SkipTimes bool
@@ -148,8 +149,36 @@ func decodeValue(k string, v pcommon.Value, dst *Event, opts DecodeOptions) (p P
 
 // DecodeRecord reads the record's own fields (body, severity, timestamp) and
 // attributes into dst, which holds what the resource's attributes gave.
+//
+// A body that is an Event object (contrib's k8sobjects receiver: the object,
+// or an ADDED or MODIFIED watch event of it) gives every field but the
+// cluster, whatever the attributes say, and its times are read whatever
+// opts says: they are the occurrence's. A body that is another Kubernetes
+// object, or a watch event that is no occurrence (DELETED), carries no
+// Event: found is false.
 func DecodeRecord(lr plog.LogRecord, dst *Event, opts DecodeOptions) (problems Problem, found bool) {
 	problems, found = DecodeAttributes(lr.Attributes(), dst, opts)
+	switch obj, kind := objectBody(lr.Body()); kind {
+	case bodyNoOccurrence:
+		return problems, false
+	case bodyCoreV1, bodyEventsV1:
+		problems |= decodeObject(obj, kind, dst)
+		found, opts.SkipTimes = true, false
+	default:
+		decodeNoteAndType(lr, dst)
+	}
+	if ts := lr.Timestamp(); ts > maxTimestamp {
+		problems |= ProblemBadValue // past 2262: int64 nanoseconds cannot hold it
+	} else if ts != 0 {
+		dst.Time = ts.AsTime()
+	} else if !opts.SkipTimes {
+		dst.Time = dst.LatestTime()
+	}
+	return problems, found
+}
+
+// decodeNoteAndType reads the body as the note and the severity as the type.
+func decodeNoteAndType(lr plog.LogRecord, dst *Event) {
 	if body := lr.Body(); body.Type() != pcommon.ValueTypeEmpty {
 		dst.Note = body.AsString()
 	}
@@ -167,14 +196,6 @@ func DecodeRecord(lr plog.LogRecord, dst *Event, opts DecodeOptions) (problems P
 			dst.Type = TypeNormal
 		}
 	}
-	if ts := lr.Timestamp(); ts > maxTimestamp {
-		problems |= ProblemBadValue // past 2262: int64 nanoseconds cannot hold it
-	} else if ts != 0 {
-		dst.Time = ts.AsTime()
-	} else if !opts.SkipTimes {
-		dst.Time = dst.LatestTime()
-	}
-	return problems, found
 }
 
 // Decode reads the Event a record carries, resource attributes first.
