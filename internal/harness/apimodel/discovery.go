@@ -48,7 +48,7 @@ func (s *Server) servePath(info requestInfo) response {
 		return textResponse(http.StatusOK, "ok")
 	case "/readyz":
 		s.mu.Lock()
-		ready := s.ready
+		ready := s.ready && !s.roleBindingsUnsynced
 		s.mu.Unlock()
 		if !ready {
 			return textResponse(http.StatusInternalServerError,

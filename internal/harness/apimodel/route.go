@@ -209,6 +209,9 @@ func (s *Server) allowedLocked(user string, groups []string, info requestInfo) b
 		return slices.Contains(groups, "system:authenticated") // system:basic-user
 	}
 	for _, r := range s.rules {
+		if s.roleBindingsUnsynced && r.namespace != "" {
+			continue
+		}
 		if r.user == user && r.matches(info.verb, info.group, info.resource, info.ns) {
 			return true
 		}

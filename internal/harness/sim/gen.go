@@ -17,7 +17,7 @@ var (
 	appNames    = []string{"app-a", "app-b"}
 	advances    = []time.Duration{time.Second, 5 * time.Second, 30 * time.Second, 2 * time.Minute, 7 * time.Minute, 20 * time.Minute}
 	faultSpans  = []time.Duration{5 * time.Second, time.Minute, 6 * time.Minute, 12 * time.Minute}
-	faultKinds  = []FaultKind{FaultDown, FaultUnavailable, FaultThrottled, FaultForbidden, FaultStarting, FaultLostAnswer, FaultTimeout}
+	faultKinds  = []FaultKind{FaultDown, FaultUnavailable, FaultThrottled, FaultForbidden, FaultStarting, FaultHalfSynced, FaultLostAnswer, FaultTimeout}
 	effectKinds = []string{effectAPI, effectStorage, effectSend, effectAnswer}
 )
 

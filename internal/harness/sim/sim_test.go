@@ -26,6 +26,9 @@ func runSchedule(t *testing.T, text string) {
 	if len(res.Violations) > 0 {
 		t.Fatalf("schedule:\n%s\n%s", s, res.Report)
 	}
+	if logComponents {
+		t.Logf("%d objects written in %d writes\n%s", res.Written, res.Writes, res.Report)
+	}
 }
 
 func TestSimMirrorWithoutFaults(t *testing.T) {
