@@ -19,18 +19,25 @@ import (
 // reached their sender: those the log replays at start (the collector died
 // after logging them, perhaps before answering) and those whose caller's
 // context had ended by the time they were counted. For resendWindow after
-// such a batch was counted, a batch identical to it is answered nil and
-// not counted again, as often as it comes. The memory is saved with the
-// state, so a second crash keeps it.
+// such a batch was counted, and after every start of the processor while
+// it is remembered, a batch identical to it is answered nil and not
+// counted again, as often as it comes. The memory is saved with the state,
+// so a second crash keeps it. The window is counted from when the
+// processor can take the resend, not from the count: a sender that retries
+// without end (tier 1) resends once the processor is back, however long it
+// was down, and a restart in CrashLoopBackOff or after a volume moved
+// comes minutes later.
 //
 // A false positive needs a batch identical to one of those, records,
 // timestamps (nanoseconds) and resources alike, that is not a resend:
 // distinct occurrences carry distinct times.
 
 const (
-	// resendWindow is how long a sender is expected to keep sending a batch
-	// again: exporterhelper's default retry_on_failure::max_elapsed_time.
-	resendWindow = 5 * time.Minute
+	// resendWindow is how long a sender is expected to take to send a batch
+	// again once the processor can take it: a sender's backoff is far
+	// shorter (exporterhelper's is at most 30 s), this covers a sender
+	// cut off from a running processor for a while too.
+	resendWindow = time.Hour
 	// maxResends bounds the memory (some 3 MB); past it the oldest go first.
 	maxResends = 1 << 16
 	resendsKey = "wal.resends"
@@ -92,15 +99,17 @@ func (m *resendMemory) marshal() []byte {
 	return b
 }
 
-// unmarshalResends reads what marshal wrote into m, keeping what is still
-// remembered at now.
+// unmarshal reads what marshal wrote into m at a start at now: each batch
+// is remembered for resendWindow from now at least, as its sender can
+// resend it only from now on.
 func (m *resendMemory) unmarshal(b []byte, now int64) error {
 	const size = sha256.Size + 8
 	if len(b)%size != 0 {
 		return errors.New("truncated resend memory")
 	}
 	for ; len(b) > 0; b = b[size:] {
-		m.add(batchDigest(b[:sha256.Size]), int64(binary.BigEndian.Uint64(b[sha256.Size:size])), now)
+		until := int64(binary.BigEndian.Uint64(b[sha256.Size:size]))
+		m.add(batchDigest(b[:sha256.Size]), max(until, now+int64(resendWindow)), now)
 	}
 	return nil
 }
