@@ -5,7 +5,7 @@ PKGS    := ./...
 # Tests that need a real API server find the binaries here.
 export KUBETEST_BIN_DIR := $(BIN)
 
-.PHONY: all build test test-e2e test-race test-race-rest test-pure test-modules lint bench fuzz apiserver generate streams run otelcol image deploy
+.PHONY: all build test test-e2e test-race test-race-rest test-pure test-sim test-modules lint bench fuzz sim apiserver generate streams run otelcol image deploy
 
 all: build
 
@@ -58,7 +58,7 @@ test-race:
 ## The demo's tests wait on storms paced in real time (minutes, little CPU) and hold one lane; the other lane runs the
 ## rest (each seconds to a minute) meanwhile, so that none of them is left for the end of make test.
 DEMO_PKG := cmd/k8sevents-demo
-REST_PKGS = $(shell $(GO) list $(PKGS) | grep -vx $(foreach p,e2e $(DEMO_PKG) $(SLOW_PKGS) $(PURE_PKGS),-e '$(MODULE)/$(p)'))
+REST_PKGS = $(shell $(GO) list $(PKGS) | grep -vx $(foreach p,e2e $(DEMO_PKG) $(SLOW_PKGS) $(PURE_PKGS) $(SIM_PKG),-e '$(MODULE)/$(p)'))
 test-race-rest:
 	$(GO) test -race -vet=off -ldflags=-w -p 2 -parallel 3 -count=1 -timeout 30m -skip '^($(REPLAY_TESTS))$$' \
 		$(MODULE)/$(DEMO_PKG) $(REST_PKGS)
@@ -75,6 +75,16 @@ REPLAY_TESTS := TestSpamFilterReport|TestWriteCountReport|TestStreamsGolden|Test
 test-pure:
 	$(NORACE) -count=1 -timeout 30m $(addprefix ./,$(PURE_PKGS))
 	$(NORACE) -count=1 -timeout 30m -run '^($(REPLAY_TESTS))$$' ./processor/eventseriesprocessor
+	$(MAKE) --no-print-directory test-sim
+
+## test-sim: the fault simulator (docs/simulator.md): every kept schedule, and SIM_SCHEDULES generated ones, a third
+## of them per shape. Without the race detector: it runs whole pipelines on virtual time, which the race detector would
+## make several times slower, and the components it runs are race-tested in their own packages (make sim RACE=1 runs
+## it with it).
+SIM_PKG := internal/harness/sim
+SIM_SCHEDULES ?= 1002
+test-sim:
+	$(NORACE) -count=1 -timeout 10m -run '^TestSim(Kept|Schedules)$$' ./$(SIM_PKG) -args -rapid.checks=$$(( $(SIM_SCHEDULES) / 3 ))
 
 ## test-modules: the other Go modules' tests, under the race detector; -vet=off and -ldflags=-w as in test-race
 ## (lint vets every module with every analyzer).
@@ -134,11 +144,23 @@ bench: apiserver otelcol
 	$(GO) test -run XXX -bench 'BenchmarkFreshness|BenchmarkHostileFieldsPeakRSS|BenchmarkAuthFairness' -benchtime 1x -timeout 20m ./e2e/
 	$(GO) test -run XXX -bench BenchmarkAuthCost -benchtime 1x ./receiver/k8seventsotlpreceiver/
 
-## fuzz: a short coverage-guided run of every fuzz target (the seed corpora run in `make test`).
+## sim: a long run of the simulator: SEEDS generated schedules per shape and every kept one (RACE=1: under the race
+## detector). SCHEDULE=file replays one schedule, REPEAT times, with every component's log.
+SEEDS ?= 2000
+sim:
+ifdef SCHEDULE
+	SIM_SCHEDULE=$(abspath $(SCHEDULE)) SIM_REPEAT=$(REPEAT) SIM_LOG=1 $(GO) test -count=1 -v -run '^TestSimReplay$$' ./$(SIM_PKG)
+else
+	$(GO) test $(if $(RACE),-race) -count=1 -timeout 0 -run '^TestSim(Kept|Schedules)$$' ./$(SIM_PKG) -args -rapid.checks=$(SEEDS)
+endif
+
+## fuzz: a short coverage-guided run of every fuzz target (the seed corpora run in `make test`); FuzzSimSchedules drives
+## the simulator's schedule generator from the fuzzer's bytes, keeping the inputs that reach new code.
 fuzz:
 	$(GO) test -run XXX -fuzz FuzzDecode -fuzztime 60s ./internal/k8sevent/
 	$(GO) test -run XXX -fuzz FuzzConsumeLogs -fuzztime 60s ./processor/eventseriesprocessor/
 	$(GO) test -run XXX -fuzz FuzzRestore -fuzztime 60s ./processor/eventseriesprocessor/internal/engine/
+	$(GO) test -run XXX -fuzz FuzzSimSchedules -fuzztime 120s ./$(SIM_PKG)/
 
 ## apiserver: bin/kube-apiserver and bin/etcd built from the Go module proxy (skipped when present).
 apiserver:

@@ -19,6 +19,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -116,6 +117,11 @@ func startCollectorAt(t testing.TB, level, dir, cfg string, env []string, overla
 
 // startWithPorts starts the collector with c's health and metrics ports.
 func startWithPorts(t testing.TB, c *collector, level, dir, cfg string, env, overlays []string) (*collectorproc.Collector, error) {
+	// The ready configurations keep their state under STORAGE_DIR: in the
+	// collector's directory unless the test says where.
+	if !slices.ContainsFunc(env, func(e string) bool { return strings.HasPrefix(e, "STORAGE_DIR=") }) {
+		env = append(slices.Clone(env), "STORAGE_DIR="+filepath.Join(dir, "storage"))
+	}
 	overlay := fmt.Sprintf(`
 extensions:
   health_check: {endpoint: "127.0.0.1:%d"}

@@ -49,7 +49,8 @@ func genSchedule(t *rapid.T, shape Shape) Schedule {
 	}
 	procs := processNames(shape, s.Replicas)
 	nSeries := rapid.IntRange(1, 5).Draw(t, "series")
-	for i := range nSeries {
+	seen := map[seriesKey]bool{}
+	for len(s.Series) < nSeries {
 		sr := SourceSeries{
 			Namespace: rapid.SampledFrom(namespaces).Draw(t, "namespace"),
 			Pod:       fmt.Sprintf("pod-%d", rapid.IntRange(0, 3).Draw(t, "pod")),
@@ -61,8 +62,11 @@ func genSchedule(t *rapid.T, shape Shape) Schedule {
 		} else {
 			sr.Controller = rapid.SampledFrom(appNames).Draw(t, "app")
 		}
-		_ = i
-		s.Series = append(s.Series, sr)
+		// Two series of one key would be one series to the checker.
+		if !seen[sr.key()] {
+			seen[sr.key()] = true
+			s.Series = append(s.Series, sr)
+		}
 	}
 	steps := rapid.IntRange(1, 30).Draw(t, "steps")
 	for range steps {

@@ -146,7 +146,7 @@ func (s Stop) apply(ctx context.Context, w *World) error {
 
 func (s Start) apply(ctx context.Context, w *World) error {
 	p, err := w.proc(s.Proc)
-	if err != nil || p.inc != nil {
+	if err != nil || p.inc != nil && !p.died() {
 		return err
 	}
 	if err := p.start(ctx); err != nil {

@@ -57,20 +57,35 @@ func TestMain(m *testing.M) {
 
 // TestSimSchedules runs generated schedules of every shape and checks the
 // pipeline's promise after each (-rapid.checks sets how many per shape).
+// A failing schedule is shrunk, then printed with the run's story.
 func TestSimSchedules(t *testing.T) {
 	for _, shape := range []Shape{ShapeMirror, ShapeIngest, ShapeTiers} {
 		t.Run(string(shape), func(t *testing.T) {
-			rapid.Check(t, func(rt *rapid.T) {
-				s := genSchedule(rt, shape)
-				res, err := Run(t, s)
-				if err != nil {
-					rt.Fatalf("schedule could not run: %v\n%s\n%s", err, s, res.Report)
-				}
-				if len(res.Violations) > 0 {
-					rt.Fatalf("schedule:\n%s\n%s", s, res.Report)
-				}
-			})
+			t.Parallel()
+			rapid.Check(t, func(rt *rapid.T) { checkSchedule(t, rt, genSchedule(rt, shape)) })
 		})
+	}
+}
+
+// FuzzSimSchedules drives the schedule generator from the fuzzer's bytes
+// (make fuzz): the fuzzer keeps the schedules that reach new code.
+func FuzzSimSchedules(f *testing.F) {
+	shapes := []Shape{ShapeMirror, ShapeIngest, ShapeTiers}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		rapid.MakeFuzz(func(rt *rapid.T) {
+			shape := rapid.SampledFrom(shapes).Draw(rt, "shape")
+			checkSchedule(t, rt, genSchedule(rt, shape))
+		})(t, b)
+	})
+}
+
+func checkSchedule(t *testing.T, rt *rapid.T, s Schedule) {
+	res, err := Run(t, s)
+	if err != nil {
+		rt.Fatalf("schedule could not run: %v\n%s\n%s", err, s, res.Report)
+	}
+	if len(res.Violations) > 0 {
+		rt.Fatalf("schedule:\n%s\n%s", s, res.Report)
 	}
 }
 

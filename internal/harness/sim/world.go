@@ -163,7 +163,7 @@ func (w *World) advance(d time.Duration) {
 // startAll starts every process that is down.
 func (w *World) startAll(ctx context.Context) {
 	for _, name := range w.names {
-		if p := w.procs[name]; p.inc == nil {
+		if p := w.procs[name]; p.inc == nil || p.died() {
 			if err := p.start(ctx); err != nil {
 				w.t.Fatalf("sim: %v", err)
 			}
