@@ -7,18 +7,21 @@ import (
 	"errors"
 	"time"
 
+	"go.opentelemetry.io/collector/client"
 	"go.opentelemetry.io/collector/extension/xextension/storage"
 	"go.uber.org/zap"
 )
 
 // Resends. A sender that gets no answer sends its batch again (an OTLP
 // client after its deadline, or after the connection broke), byte for byte
-// the same. A batch counted whose answer was lost would then be counted
-// twice. With the write-ahead log the processor remembers, by a SHA-256
-// digest of the batch as logged, the batches whose answer may not have
-// reached their sender: those the log replays at start (the collector died
-// after logging them, perhaps before answering) and those whose caller's
-// context had ended by the time they were counted. For resendWindow after
+// the same, and so does an app whose request tier 1 split over several
+// tier-2 collectors when another part failed. A batch counted again would
+// be counted twice. With the write-ahead log the processor remembers, by a
+// SHA-256 digest of the batch as logged, the batches a sender may send
+// again: those the log replays at start (the collector died after logging
+// them, perhaps before answering), those whose caller's context had ended
+// by the time they were counted, and every batch of a network sender (an
+// OTLP receiver's request: the caller's context names its address). For resendWindow after
 // such a batch was counted, and after every start of the processor while
 // it is remembered, a batch identical to it is answered nil and not
 // counted again, as often as it comes. The memory is saved with the state,
@@ -142,10 +145,9 @@ func (p *eventSeriesProcessor) isResend(entry []byte, wall int64) bool {
 	return true
 }
 
-// unanswered remembers entry's batch, counted at wall, whose sender gave up
-// before its answer: it will send it again. Without the log (entry nil)
-// there is nothing to know it by.
-func (p *eventSeriesProcessor) unanswered(entry []byte, wall int64) {
+// remember keeps entry's batch, counted at wall, for its sender's resend.
+// Without the log (entry nil) there is nothing to know it by.
+func (p *eventSeriesProcessor) remember(entry []byte, wall int64) {
 	if entry == nil {
 		return
 	}
@@ -184,4 +186,10 @@ func (p *eventSeriesProcessor) restoreResends(ctx context.Context) {
 		p.logger.Error("Saved memory of batches that may be sent again discarded", zap.Error(err))
 		p.stateError(ctx, "restore")
 	}
+}
+
+// fromNetwork reports whether ctx is a network sender's request: an OTLP
+// receiver puts the client's address into the context it passes on.
+func fromNetwork(ctx context.Context) bool {
+	return client.FromContext(ctx).Addr != nil
 }

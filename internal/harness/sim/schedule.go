@@ -29,6 +29,10 @@ type Step interface {
 // components in the mirror shape; an app's request in the OTLP shapes).
 type Emit struct{ Series, N int }
 
+// Send: an app sends one request with one occurrence of each series (all
+// of one app's): a request tier 1 splits over several tier-2 collectors.
+type Send struct{ Series []int }
+
 // Advance: time passes.
 type Advance struct{ D time.Duration }
 
@@ -71,6 +75,9 @@ type DiskFault struct {
 
 func (s Emit) String() string    { return fmt.Sprintf("emit %d %d", s.Series, s.N) }
 func (s Advance) String() string { return "advance " + s.D.String() }
+func (s Send) String() string {
+	return strings.TrimSpace("send " + strings.Trim(fmt.Sprint(s.Series), "[]"))
+}
 func (s Fault) String() string {
 	return fmt.Sprintf("fault %s %s %s %d", s.Kind, procOrAll(s.Proc), s.D, s.N)
 }
@@ -97,6 +104,10 @@ func (s Emit) apply(ctx context.Context, w *World) error {
 		return fmt.Errorf("emit: no series %d", s.Series)
 	}
 	return w.emitters.emit(ctx, s.Series, s.N)
+}
+
+func (s Send) apply(_ context.Context, w *World) error {
+	return w.emitters.send(s.Series)
 }
 
 func (s Advance) apply(_ context.Context, w *World) error {
@@ -209,6 +220,18 @@ func ParseSchedule(text string) (Schedule, error) {
 }
 
 func (s *Schedule) parseLine(f []string) error {
+	if f[0] == "send" {
+		var series []int
+		for _, v := range f[1:] {
+			n, err := strconv.Atoi(v)
+			if err != nil {
+				return err
+			}
+			series = append(series, n)
+		}
+		s.Steps = append(s.Steps, Send{Series: series})
+		return nil
+	}
 	want := map[string]int{"shape": 3, "series": 6, "emit": 3, "advance": 2, "fault": 5, "crash": 2, "crash-at": 5,
 		"stop": 2, "start": 2, "compact": 1, "disk": 3}
 	n, ok := want[f[0]]
