@@ -85,8 +85,17 @@ func TestNodeAppWritesTheGoRecordersEvents(t *testing.T) {
 	assert.Equal(t, int64(len(occs)), goRun.Stats.Sent, "the Go recorder sent every occurrence")
 	assert.Zero(t, goRun.Stats.Dropped+goRun.Stats.Lost+goRun.Stats.Invalid)
 
-	require.NoError(t, nodeSide.c.Stop(time.Minute), "SIGTERM: the processor flushes its open series")
-	require.NoError(t, goSide.c.Stop(time.Minute))
+	// SIGTERM: the processor flushes its open series into the exporter's
+	// queue on disk; the next start writes them.
+	truth := truthTally(occs)
+	for i, side := range []*ingestSide{nodeSide, goSide} {
+		side.c.stopAndWrite(t, time.Minute, func() (bool, string) {
+			evs, err := listEvents(ctx, side.rig.srv.Clientset(), byController(ingestController))
+			require.NoError(t, err)
+			lines, missing, extra := diffTallies(truth, tallyEvents(evs), 3)
+			return len(lines) == 0, fmt.Sprintf("%s: missing %d, extra %d: %v", side.name(i), missing, extra, lines)
+		})
+	}
 
 	nodeRecs, nodeClients := receivedRecords(t, nodeSide.received)
 	goRecs, goClients := receivedRecords(t, goSide.received)
@@ -96,7 +105,6 @@ func TestNodeAppWritesTheGoRecordersEvents(t *testing.T) {
 	require.Len(t, nodeRecs, len(occs))
 	assert.Equal(t, goRecs, nodeRecs, "the records the receivers passed on, Go recorder's and Node app's")
 
-	truth := truthTally(occs)
 	var written [2][]corev1.Event
 	for i, side := range []*ingestSide{nodeSide, goSide} {
 		evs, err := listEvents(ctx, side.rig.srv.Clientset(), byController(ingestController))
