@@ -17,6 +17,8 @@ type Schedule struct {
 	Replicas int
 	Series   []SourceSeries
 	Steps    []Step
+
+	crashIfRunning bool // parsing: the crash-at line being read has if-running
 }
 
 // Step is one thing that happens to the world.
@@ -50,11 +52,13 @@ type Fault struct {
 type Crash struct{ Proc string }
 
 // CrashAt: Proc dies at its N-th effect of Kind from now (api, storage,
-// send, answer), before the effect or just after it.
+// send, answer), before the effect or just after it; a process that is
+// down dies at the N-th effect of its next start.
 type CrashAt struct {
 	Proc, Kind string
 	N          int
 	After      bool
+	whileUp    bool // only on a running process, no-op on one that is down (if-running; see gen.go's known holes)
 }
 
 // Stop: Proc is stopped gracefully (SIGTERM: a rollout, a drain).
@@ -83,7 +87,11 @@ func (s Fault) String() string {
 }
 func (s Crash) String() string { return "crash " + s.Proc }
 func (s CrashAt) String() string {
-	return fmt.Sprintf("crash-at %s %s %d %s", s.Proc, s.Kind, s.N, map[bool]string{false: "before", true: "after"}[s.After])
+	out := fmt.Sprintf("crash-at %s %s %d %s", s.Proc, s.Kind, s.N, map[bool]string{false: "before", true: "after"}[s.After])
+	if s.whileUp {
+		out += " if-running"
+	}
+	return out
 }
 func (s Stop) String() string  { return "stop " + s.Proc }
 func (s Start) String() string { return "start " + s.Proc }
@@ -117,6 +125,9 @@ func (s Advance) apply(_ context.Context, w *World) error {
 
 func (s Fault) apply(_ context.Context, w *World) error {
 	f := &apiFault{kind: s.Kind, proc: s.Proc, left: s.N}
+	if s.D == 0 && (s.Kind == FaultStarting || s.Kind == FaultHalfSynced) {
+		s.D = time.Duration(max(s.N, 1)) * 5 * time.Second // a server's start lasts a time, not a number of requests
+	}
 	if s.D > 0 {
 		f.until = time.Now().Add(s.D)
 	}
@@ -137,9 +148,11 @@ func (s CrashAt) apply(_ context.Context, w *World) error {
 	if err != nil {
 		return err
 	}
-	if p.inc == nil {
+	switch {
+	case p.inc == nil && s.whileUp:
+	case p.inc == nil:
 		p.crashAt = &crashPoint{kind: s.Kind, n: s.N, after: s.After}
-	} else {
+	default:
 		p.inc.life.arm(s.Kind, s.N, s.After)
 	}
 	return nil
@@ -238,6 +251,9 @@ func (s *Schedule) parseLine(f []string) error {
 	if !ok {
 		return fmt.Errorf("unknown step %q", f[0])
 	}
+	if f[0] == "crash-at" && len(f) == 6 && f[5] == "if-running" {
+		f, s.crashIfRunning = f[:5], true
+	}
 	if len(f) != n {
 		return fmt.Errorf("%s takes %d fields", f[0], n-1)
 	}
@@ -271,7 +287,8 @@ func (s *Schedule) parseLine(f []string) error {
 	case "crash":
 		s.Steps = append(s.Steps, Crash{Proc: f[1]})
 	case "crash-at":
-		s.Steps = append(s.Steps, CrashAt{Proc: f[1], Kind: f[2], N: num(f[3]), After: f[4] == "after"})
+		s.Steps = append(s.Steps, CrashAt{Proc: f[1], Kind: f[2], N: num(f[3]), After: f[4] == "after", whileUp: s.crashIfRunning})
+		s.crashIfRunning = false
 	case "stop":
 		s.Steps = append(s.Steps, Stop{Proc: f[1]})
 	case "start":
