@@ -43,8 +43,12 @@ func TestHelmDeployIsGenerated(t *testing.T) {
 	}
 	onDisk, err := filepath.Glob(filepath.Join(root, deployDir, "*.yaml"))
 	require.NoError(t, err)
-	for _, f := range onDisk {
-		if name := filepath.Base(f); name != "kustomization.yaml" && files[name] == nil {
+	monitoring, err := filepath.Glob(filepath.Join(root, deployDir, "monitoring", "*.yaml"))
+	require.NoError(t, err)
+	for _, f := range append(onDisk, monitoring...) {
+		name, err := filepath.Rel(filepath.Join(root, deployDir), f)
+		require.NoError(t, err)
+		if name != "kustomization.yaml" && files[name] == nil {
 			t.Errorf("deploy/%s does not come from the chart: add it to the chart (and deployFiles)", name)
 		}
 	}
