@@ -74,7 +74,8 @@ func lineAt(lines []string, i int) string {
 
 // TestHelmImageByDigest: the chart refuses to render without a digest
 // (image.requireDigest, the default) and refuses a digest that is not
-// sha256:<64 hex>; with one, every workload runs repository:tag@digest;
+// sha256:<64 hex> (its schema, and its template where the schema is
+// skipped); with one, every workload runs repository:tag@digest;
 // image.requireDigest=false runs by tag.
 func TestHelmImageByDigest(t *testing.T) {
 	ch, err := loadChart(root)
@@ -85,7 +86,9 @@ func TestHelmImageByDigest(t *testing.T) {
 	require.ErrorContains(t, err, "image.digest is required")
 	for _, bad := range []string{"latest", "sha256:abc", "sha512:" + strings.Repeat("a", 64), "sha256:" + strings.Repeat("A", 64)} {
 		_, err = render(ch, merge(both, image(bad, true)), "otel-k8sevents")
-		assert.ErrorContains(t, err, "is not sha256:<64 hex digits>", bad)
+		assert.ErrorContains(t, err, "at '/image/digest': '"+bad+"' does not match pattern", "values.schema.json")
+		_, err = renderUnchecked(ch, merge(both, image(bad, true)), "otel-k8sevents")
+		assert.ErrorContains(t, err, "is not sha256:<64 hex digits>", "the template, with --skip-schema-validation: %s", bad)
 	}
 
 	digest := "sha256:" + strings.Repeat("0123456789abcdef", 4)

@@ -57,7 +57,18 @@ func loadChart(root string) (*chart.Chart, error) {
 // before Helm sorts the objects by kind. Strict, unlike helm template: a template that names a
 // value values.yaml does not have fails rather than rendering it empty.
 func render(ch *chart.Chart, vals map[string]any, ns string) (map[string]string, error) {
-	top, err := util.ToRenderValues(ch, vals, common.ReleaseOptions{Name: deployRelease, Namespace: ns, IsInstall: true}, nil)
+	return renderRelease(ch, vals, deployRelease, ns, false)
+}
+
+// renderUnchecked is render without values.schema.json, as
+// helm install --skip-schema-validation.
+func renderUnchecked(ch *chart.Chart, vals map[string]any, ns string) (map[string]string, error) {
+	return renderRelease(ch, vals, deployRelease, ns, true)
+}
+
+// renderRelease is render of the release name.
+func renderRelease(ch *chart.Chart, vals map[string]any, name, ns string, skipSchema bool) (map[string]string, error) {
+	top, err := util.ToRenderValuesWithSchemaValidation(ch, vals, common.ReleaseOptions{Name: name, Namespace: ns, IsInstall: true}, nil, skipSchema)
 	if err != nil {
 		return nil, fmt.Errorf("values: %w", err)
 	}

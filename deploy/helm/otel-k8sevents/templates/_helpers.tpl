@@ -38,6 +38,13 @@ StatefulSet renamed would start on new volume claims).
 {{- end -}}
 
 {{/*
+The tiers' TLS Secret: otlp.tls.secretName, or <tier prefix>-tls.
+*/}}
+{{- define "otel-k8sevents.tlsSecret" -}}
+{{- default (printf "%s-tls" (include "otel-k8sevents.tierPrefix" .)) .Values.otlp.tls.secretName -}}
+{{- end -}}
+
+{{/*
 Labels of every object: the chart's, the release's, commonLabels.
 */}}
 {{- define "otel-k8sevents.commonLabels" -}}
