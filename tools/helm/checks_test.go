@@ -76,17 +76,7 @@ func checkOTLP(ctx context.Context, t *testing.T, cs kubernetes.Interface) {
 		assert.Equal(t, "otelcol-k8sevents:0.1.0@"+digest2, c.Image)
 	}
 	for name, pod := range map[string]corev1.PodSpec{"tier 1": tier1.Spec.Template.Spec, "tier 2": tier2.Spec.Template.Spec} {
-		var secrets []string
-		for _, v := range pod.Volumes {
-			if v.Projected != nil {
-				for _, s := range v.Projected.Sources {
-					if s.Secret != nil {
-						secrets = append(secrets, s.Secret.Name)
-					}
-				}
-			}
-		}
-		assert.Equal(t, []string{"tiers-tls"}, secrets, "%s mounts the TLS Secret of otlp.tls.secretName", name)
+		assert.Equal(t, []string{"tiers-tls"}, secretsOf(pod), "%s mounts the TLS Secret of otlp.tls.secretName", name)
 	}
 	assert.Equal(t, readyConfig(t, "tier1-loadbalancer.yaml"), configOf(ctx, t, cs, "otelcol-tier1"))
 	assert.Equal(t, readyConfig(t, "tier2-processor.yaml"), configOf(ctx, t, cs, "otelcol-tier2"))

@@ -147,10 +147,11 @@ func TestHelmTier2Ring(t *testing.T) {
 }
 
 // TestHelmLint: helm lint --strict has nothing to say of the chart (but
-// information, such as that it has no icon), for both shapes.
+// information, such as that it has no icon), for both shapes and with
+// every toggle on.
 func TestHelmLint(t *testing.T) {
 	digest := "sha256:" + strings.Repeat("0123456789abcdef", 4)
-	for _, vals := range []map[string]any{image(digest, true), merge(image(digest, true), map[string]any{"otlp": map[string]any{"enabled": true}})} {
+	for _, vals := range []map[string]any{image(digest, true), merge(image(digest, true), map[string]any{"otlp": map[string]any{"enabled": true}}), everything()} {
 		l := lint.RunAll(filepath.Join(root, chartDir), vals, "otel-k8sevents")
 		for _, m := range l.Messages {
 			assert.LessOrEqual(t, m.Severity, support.InfoSev, "%s", m)

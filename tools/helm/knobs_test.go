@@ -355,3 +355,36 @@ func dig(v any, path ...string) any {
 	}
 	return v
 }
+
+// TestHelmNotes: the notes say what runs and how to check it, where apps
+// send (over TLS when on), the Secret the tiers wait for, what scrapes the
+// metrics and where the alerts and dashboard are.
+func TestHelmNotes(t *testing.T) {
+	ch, err := loadChart(root)
+	require.NoError(t, err)
+	out, err := render(ch, allOn(), "events")
+	require.NoError(t, err)
+	notes := out["NOTES.txt"]
+	for _, want := range []string{
+		"--field-selector reportingComponent=k8sevents.io/mirror",
+		"helm test otel-k8sevents -n events",
+		"apps send to otelcol-tier1.events:4317 (gRPC) or :4318 (HTTP)\n",
+		"at most\n20 records per second each (burst 200)",
+		"Secret\notelcol-tls: their pods wait until it exists",
+		"Nothing scrapes them yet: --set serviceMonitor.enabled=true",
+	} {
+		assert.Contains(t, notes, want)
+	}
+	out, err = render(ch, everything(), "events")
+	require.NoError(t, err)
+	notes = out["NOTES.txt"]
+	for _, want := range []string{
+		":4318 (HTTP) over TLS",
+		"(cert-manager's Certificate writes it)",
+		"through the ServiceMonitor otel-k8sevents",
+		"Alerts: PrometheusRule otel-k8sevents",
+		"Dashboard: ConfigMap otel-k8sevents-dashboard in grafana",
+	} {
+		assert.Contains(t, notes, want)
+	}
+}
