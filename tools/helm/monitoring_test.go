@@ -228,3 +228,43 @@ func chartConfigOf(t *testing.T, objs []object, name string) map[string]any {
 	require.NoError(t, yaml.Unmarshal([]byte(cm.Data["chart.yaml"]), &cfg), name)
 	return cfg
 }
+
+// TestHelmMetricsOff: without metrics.enabled no reader is added (the
+// collector's default, localhost only) and no metrics port opened; the
+// exact counts keep theirs; with both off the mirror takes no ingress at
+// all. The pods' labels leave out the chart's version, so that a new chart
+// alone rolls no pod.
+func TestHelmMetricsOff(t *testing.T) {
+	ch, err := loadChart(root)
+	require.NoError(t, err)
+	for _, exact := range []bool{true, false} {
+		out, err := render(ch, merge(allOn(), map[string]any{"metrics": map[string]any{"enabled": false},
+			"exactCounts": map[string]any{"enabled": exact}}), "events")
+		require.NoError(t, err)
+		objs := objects(t, out)
+		for name, pod := range workloads(t, objs) {
+			assert.Nil(t, dig(chartConfigOf(t, objs, name), "service", "telemetry"), "%s: no reader", name)
+			assert.NotContains(t, pod.Labels, "helm.sh/chart", name)
+			assert.NotContains(t, pod.Labels, "app.kubernetes.io/version", name)
+			var ports []string
+			for _, p := range pod.Spec.Containers[0].Ports {
+				ports = append(ports, p.Name)
+			}
+			assert.NotContains(t, ports, "metrics", name)
+			assert.Equal(t, exact && name != "otelcol-tier1", slices.Contains(ports, "exact-counts"), name)
+			var np networkingv1.NetworkPolicy
+			decode(t, objs, "NetworkPolicy", name, &np)
+			var allowed []int32
+			for _, rule := range np.Spec.Ingress {
+				for _, p := range rule.Ports {
+					allowed = append(allowed, p.Port.IntVal)
+				}
+			}
+			want := map[string][]int32{"otel-k8sevents": nil, "otelcol-tier1": {4317, 4318}, "otelcol-tier2": {4317}}[name]
+			if exact && name != "otelcol-tier1" {
+				want = append(want, 9464)
+			}
+			assert.Equal(t, want, allowed, "%s, exact counts %v", name, exact)
+		}
+	}
+}

@@ -117,9 +117,6 @@ dict), user (the user's config).
 {{- $_ := set $cfg "service" (dict "telemetry" (dict "metrics" (dict "level" $v.metrics.level "readers" (list $reader)))) -}}
 {{- end -}}
 {{- if and .exact $v.exactCounts.enabled -}}
-{{- if not $v.metrics.enabled -}}
-{{- fail "exactCounts.enabled needs metrics.enabled (its port is scraped with the collectors' own)" -}}
-{{- end -}}
 {{- $base := .root.Files.Get .base | fromYaml -}}
 {{- $exporters := concat $base.service.pipelines.logs.exporters (list "eventsum") -}}
 {{- $exact := .root.Files.Get "config/exact-metrics.yaml" | fromYaml -}}
@@ -199,11 +196,8 @@ containers:
       {{- toYaml . | nindent 6 }}
       {{- end }}
       - {name: health, containerPort: 13133}
-      {{- if $v.metrics.enabled }}
-      - {name: metrics, containerPort: {{ $v.metrics.port }}}
-      {{- end }}
-      {{- if and .exact $v.exactCounts.enabled }}
-      - {name: exact-counts, containerPort: {{ $v.exactCounts.port }}}
+      {{- range include "otel-k8sevents.metricsPorts" (dict "root" .root "exact" .exact) | fromYamlArray }}
+      - {name: {{ .name }}, containerPort: {{ .port }}}
       {{- end }}
     {{- with $v.startupProbe }}
     startupProbe:
@@ -243,7 +237,15 @@ dict: root, name, component, checksum.
 */}}
 {{- define "otel-k8sevents.podMetadata" -}}
 labels:
-  {{- include "otel-k8sevents.labels" . | nindent 2 }}
+  {{- /* Not the chart's version: a new chart version alone does not roll
+  the StatefulSets' pods (each roll hands their state over). */}}
+  app.kubernetes.io/name: {{ .name }}
+  app.kubernetes.io/component: {{ .component }}
+  app.kubernetes.io/instance: {{ .root.Release.Name }}
+  app.kubernetes.io/part-of: otel-k8sevents
+  {{- with .root.Values.commonLabels }}
+  {{- toYaml . | nindent 2 }}
+  {{- end }}
   {{- with .root.Values.podLabels }}
   {{- toYaml . | nindent 2 }}
   {{- end }}
@@ -256,18 +258,34 @@ annotations:
 {{- end -}}
 
 {{/*
+The metrics ports of a workload: metrics (metrics.enabled) and, with
+exact (the mirror, tier 2), exact-counts (exactCounts.enabled); a list of
+dicts name, port.
+*/}}
+{{- define "otel-k8sevents.metricsPorts" -}}
+{{- $v := .root.Values -}}
+{{- $ports := list -}}
+{{- if $v.metrics.enabled -}}
+{{- $ports = append $ports (dict "name" "metrics" "port" (int $v.metrics.port)) -}}
+{{- end -}}
+{{- if and .exact $v.exactCounts.enabled -}}
+{{- $ports = append $ports (dict "name" "exact-counts" "port" (int $v.exactCounts.port)) -}}
+{{- end -}}
+{{- toYaml $ports -}}
+{{- end -}}
+
+{{/*
 The NetworkPolicy ingress rule for the metrics ports (metrics.allowFrom).
 dict: root, exact.
 */}}
 {{- define "otel-k8sevents.metricsIngress" -}}
-{{- $v := .root.Values -}}
-{{- if $v.metrics.enabled -}}
+{{- $ports := include "otel-k8sevents.metricsPorts" . | fromYamlArray -}}
+{{- if $ports -}}
 - from:
-    {{- toYaml $v.metrics.allowFrom | nindent 4 }}
+    {{- toYaml .root.Values.metrics.allowFrom | nindent 4 }}
   ports:
-    - {protocol: TCP, port: {{ $v.metrics.port }}}
-    {{- if and .exact $v.exactCounts.enabled }}
-    - {protocol: TCP, port: {{ $v.exactCounts.port }}}
+    {{- range $ports }}
+    - {protocol: TCP, port: {{ .port }}}
     {{- end }}
 {{- end }}
 {{- end -}}
@@ -276,11 +294,7 @@ dict: root, exact.
 The Service ports for the metrics. dict: root, exact.
 */}}
 {{- define "otel-k8sevents.metricsServicePorts" -}}
-{{- $v := .root.Values -}}
-{{- if $v.metrics.enabled -}}
-- {name: metrics, port: {{ $v.metrics.port }}, targetPort: metrics}
-{{- if and .exact $v.exactCounts.enabled }}
-- {name: exact-counts, port: {{ $v.exactCounts.port }}, targetPort: exact-counts}
-{{- end }}
+{{- range include "otel-k8sevents.metricsPorts" . | fromYamlArray }}
+- {name: {{ .name }}, port: {{ .port }}, targetPort: {{ .name }}}
 {{- end }}
 {{- end -}}
