@@ -196,7 +196,8 @@ func envOf(env []corev1.EnvVar, name string) string {
 // ready configuration, then chart.yaml): the user's config over the
 // chart's additions, which stay where the user did not set them; the
 // reporting controller in the mirror's exporter and field selector, which
-// also leaves out tier 2's Events; tier 1's TLS listeners and budget.
+// also leaves out tier 2's Events; tier 1's budget, and no TLS on its
+// listeners unless asked.
 func checkEffectiveConfigs(ctx context.Context, t *testing.T, cs kubernetes.Interface) {
 	t.Helper()
 	for name, want := range map[string]map[string]any{
@@ -209,12 +210,11 @@ func checkEffectiveConfigs(ctx context.Context, t *testing.T, cs kubernetes.Inte
 			"exporters::prometheus::endpoint":            "127.0.0.1:9464",
 		},
 		"otelcol-tier1": {
-			"receivers::k8seventsotlp::protocols::grpc::tls::cert_file": "/etc/otelcol/tls/tls.crt",
-			"receivers::k8seventsotlp::protocols::http::tls::key_file":  "/etc/otelcol/tls/tls.key",
-			"receivers::k8seventsotlp::per_client::records_per_second":  float64(5),
-			"receivers::k8seventsotlp::per_client::burst":               float64(40),
-			"processors::memory_limiter::limit_percentage":              float64(70),
-			"service::telemetry::metrics::level":                        "Normal",
+			"receivers::k8seventsotlp::protocols::grpc::tls":           nil,
+			"receivers::k8seventsotlp::per_client::records_per_second": float64(5),
+			"receivers::k8seventsotlp::per_client::burst":              float64(40),
+			"processors::memory_limiter::limit_percentage":             float64(70),
+			"service::telemetry::metrics::level":                       "Normal",
 		},
 		"otelcol-tier2": {
 			"exporters::k8sevents::reporting_controller": "example.com/ingest",
@@ -222,26 +222,32 @@ func checkEffectiveConfigs(ctx context.Context, t *testing.T, cs kubernetes.Inte
 			"exporters::prometheus::endpoint":            "127.0.0.1:9464",
 		},
 	} {
-		var c corev1.Container
-		if name == "otelcol-tier1" {
-			d, err := cs.AppsV1().Deployments(releaseNS).Get(ctx, name, metav1.GetOptions{})
-			require.NoError(t, err)
-			c = d.Spec.Template.Spec.Containers[0]
-		} else {
-			s, err := cs.AppsV1().StatefulSets(releaseNS).Get(ctx, name, metav1.GetOptions{})
-			require.NoError(t, err)
-			c = s.Spec.Template.Spec.Containers[0]
-		}
-		cm, err := cs.CoreV1().ConfigMaps(releaseNS).Get(ctx, name, metav1.GetOptions{})
-		require.NoError(t, err)
-		cfg := effectiveConfig(t, configFiles(t, c, cm), podEnv(t, c, releaseNS, name+"-0", "uid"))
-		assertEffective(t, cfg, want, name)
+		cfg := checkEffective(ctx, t, cs, releaseNS, name, want)
 		readers, _ := dig(cfg, "service", "telemetry", "metrics", "readers").([]any)
 		if assert.Len(t, readers, 1, "%s: the chart's metrics reader", name) {
 			assert.Equal(t, map[string]any{"host": "127.0.0.1", "port": float64(8888)},
 				pick(dig(readers[0], "pull", "exporter", "prometheus"), "host", "port"), name)
 		}
 	}
+}
+
+// checkEffective checks keys of the effective configuration of workload
+// name in ns (assertEffective), and returns it.
+func checkEffective(ctx context.Context, t *testing.T, cs kubernetes.Interface, ns, name string, want map[string]any) map[string]any {
+	t.Helper()
+	var c corev1.Container
+	if d, err := cs.AppsV1().Deployments(ns).Get(ctx, name, metav1.GetOptions{}); err == nil {
+		c = d.Spec.Template.Spec.Containers[0]
+	} else {
+		s, err := cs.AppsV1().StatefulSets(ns).Get(ctx, name, metav1.GetOptions{})
+		require.NoError(t, err)
+		c = s.Spec.Template.Spec.Containers[0]
+	}
+	cm, err := cs.CoreV1().ConfigMaps(ns).Get(ctx, name, metav1.GetOptions{})
+	require.NoError(t, err)
+	cfg := effectiveConfig(t, configFiles(t, c, cm), podEnv(t, c, ns, name+"-0", "uid"))
+	assertEffective(t, cfg, want, name)
+	return cfg
 }
 
 // pick is the keys of a map, nil where missing.

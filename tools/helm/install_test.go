@@ -50,8 +50,8 @@ var (
 // unknown field anywhere fails), after a misspelt value was refused by
 // values.schema.json before anything was created; then upgrades it to
 // both shapes with values other than the defaults (the pod knobs,
-// OpenShift's securityContext, every monitor, cert-manager, tier 1's TLS,
-// a config merged over the chart's). After each step it checks what the
+// OpenShift's securityContext, every monitor, cert-manager, a config
+// merged over the chart's). After each step it checks what the
 // values must change: the namespace of every object and binding, the image
 // by digest, the replicas and tier 1's ring of tier-2 pods, the TLS Secret
 // both tiers mount, the reporting controllers (the admission policy lets
@@ -59,11 +59,13 @@ var (
 // every workload's pod passes the restricted Pod Security Standard. The
 // built collector then says what it makes of each workload's
 // configuration (the user's config over the chart's, the controller in the
-// exporter and the field selector); the mirror runs as its pod would with
-// a reporting controller other than the default, and helm test's pod (its
-// script run here as kubelet would) sees the Event it wrote. Last, a
-// second release installs beside the first, and each collector's
-// ServiceAccount still writes its own Events and no other.
+// exporter and the field selector); the mirror and both tiers run as their
+// pods would, with reporting controllers other than the defaults, and helm
+// test's pods (their scripts run here as kubelet would) see the Events
+// they wrote: the mirror's copy of a raw Event, and tier 2's of a record
+// sent to tier 1 over OTLP. Last, a second release (tier 1 over TLS)
+// installs beside the first, and each collector's ServiceAccount still
+// writes its own Events and no other.
 func TestHelmInstallUpgradeStrict(t *testing.T) {
 	srv := kubetest.Start(t, kubetest.OwnServer()) // it installs an admission policy
 	// A bound for a server that stopped answering, not a measure of speed:
@@ -134,25 +136,35 @@ func TestHelmInstallUpgradeStrict(t *testing.T) {
 	checkEffectiveConfigs(ctx, t, cs)
 
 	runMirror(ctx, t, srv, releaseNS, "otel-k8sevents")
-	testErr, out := helmTest(ctx, t, cfg, srv, releaseNS, releaseName)
-	require.NoError(t, testErr, "helm test; its pod said:\n%s", out)
-	assert.Contains(t, out, "the mirror wrote event/")
-	mirrored := writtenBy(ctx, t, cs, releaseNS, "example.com/mirror")
-	require.Len(t, mirrored, 1, "the mirror wrote the test's Event, under the release's controller")
-	assert.True(t, strings.HasPrefix(mirrored[0].Reason, "HelmTest"), mirrored[0].Reason)
+	tier1 := runTiers(ctx, t, srv, releaseNS, "otelcol-tier1", "otelcol-tier2")
+	testErr, out := helmTest(ctx, t, cfg, srv, releaseNS, releaseName, map[string]string{"otelcol-tier1.events:4318": tier1})
+	require.NoError(t, testErr, "helm test; its pods said: %v", out)
+	assert.Contains(t, out["otel-k8sevents-test-mirror"], "the mirror wrote event/")
+	assert.Contains(t, out["otel-k8sevents-test-otlp"], "tier 2 wrote event/")
+	for _, controller := range []string{"example.com/mirror", "example.com/ingest"} {
+		written := writtenBy(ctx, t, cs, releaseNS, controller)
+		require.Len(t, written, 1, "%s wrote the test's Event", controller)
+		assert.True(t, strings.HasPrefix(written[0].Reason, "HelmTest"), written[0].Reason)
+	}
 
 	// A second release beside the first: other names for every object,
 	// cluster-wide ones included, its own admission policy.
+	// Its tier 1 serves OTLP over TLS, with the tiers' Secret.
 	other, err := install(ctx, helmConfig(t, srv.Kubeconfig(t), otherNS), otherNS, otherName, ch, merge(everything(), map[string]any{
 		"mirror": map[string]any{"reportingController": "example.com/mirror-b"},
 		"otlp": map[string]any{"enabled": true, "reportingController": "example.com/ingest-b",
-			"tls": map[string]any{"certManager": map[string]any{"enabled": true, "issuerRef": map[string]any{"name": "ca"}}}},
+			"tls":   map[string]any{"certManager": map[string]any{"enabled": true, "issuerRef": map[string]any{"name": "ca"}}},
+			"tier1": map[string]any{"tls": map[string]any{"enabled": true}}},
 		"grafanaDashboard": map[string]any{"enabled": true},
 	}))
 	require.NoError(t, err)
 	assert.Equal(t, releasecommon.StatusDeployed, other.Info.Status)
 	checkPodSecurity(ctx, t, cs, otherNS)
 	checkMonitoring(ctx, t, srv, otherNS, "events-b-otel-k8sevents", "events-b-otel-k8sevents-tls")
+	checkEffective(ctx, t, cs, otherNS, "events-b-otel-k8sevents-tier1", map[string]any{
+		"receivers::k8seventsotlp::protocols::grpc::tls::cert_file": "/etc/otelcol/tls/tls.crt",
+		"receivers::k8seventsotlp::protocols::http::tls::key_file":  "/etc/otelcol/tls/tls.key",
+	})
 	checkOwnEvents(ctx, t, srv, otherNS, map[string]string{
 		"events-b-otel-k8sevents": "example.com/mirror-b", "events-b-otel-k8sevents-tier2": "example.com/ingest-b",
 	}, []string{"example.com/mirror", "example.com/ingest", "kubelet"})
@@ -161,8 +173,8 @@ func TestHelmInstallUpgradeStrict(t *testing.T) {
 
 // upgradeValues are the values of the upgrade: both shapes, other
 // replicas, controllers, digest, audience, cluster name and TLS Secret,
-// every pod knob, every monitor, cert-manager and tier 1's TLS, and a
-// configuration of the user's for each workload.
+// every pod knob, every monitor and cert-manager, and a configuration of
+// the user's for each workload.
 func upgradeValues() map[string]any {
 	return map[string]any{
 		"image":             map[string]any{"digest": digest2, "pullPolicy": "Always"},
@@ -191,7 +203,7 @@ func upgradeValues() map[string]any {
 			"clusterName": "prod-eu",
 			"tls": map[string]any{"secretName": "tiers-tls", "certManager": map[string]any{"enabled": true,
 				"issuerRef": map[string]any{"name": "corp-ca", "kind": "ClusterIssuer"}}},
-			"tier1": map[string]any{"replicas": 3, "recordsPerSecond": 5, "burst": 40, "tls": map[string]any{"enabled": true},
+			"tier1": map[string]any{"replicas": 3, "recordsPerSecond": 5, "burst": 40,
 				"config": map[string]any{"processors": map[string]any{"memory_limiter": map[string]any{"limit_percentage": 70}}}},
 			"tier2": map[string]any{"replicas": 4, "config": map[string]any{"exporters": map[string]any{"k8sevents": map[string]any{"adopt_window": "10m"}}}},
 		},

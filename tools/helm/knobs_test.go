@@ -312,7 +312,7 @@ func TestHelmTwoReleases(t *testing.T) {
 				var b rbacv1.ClusterRoleBinding // the same fields as a RoleBinding's
 				require.NoError(t, yaml.Unmarshal([]byte(o.doc), &b))
 				for _, s := range b.Subjects {
-					assert.Contains(t, []string{mirror, tier1, tier2, mirror + "-test-mirror"}, s.Name, "%s %s of %s binds another release's account", o.kind, o.name, rel)
+					assert.Contains(t, []string{mirror, tier1, tier2, mirror + "-test"}, s.Name, "%s %s of %s binds another release's account", o.kind, o.name, rel)
 				}
 			}
 		}

@@ -14,7 +14,6 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"helm.sh/helm/v4/pkg/action"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
@@ -129,53 +128,54 @@ func effectiveConfig(t *testing.T, files, env []string) map[string]any {
 	return cfg
 }
 
-// runMirror runs the mirror of the release in namespace ns as its pod
-// would: its StatefulSet's container environment, its ConfigMap's files,
-// its ServiceAccount's token; only its ports move to free loopback ones
-// (a last --config of the test's) and its storage to a temporary
-// directory. It returns once the receiver's watch is open.
-func runMirror(ctx context.Context, t *testing.T, srv *kubetest.Server, ns, name string) {
+// workload is one collector of an installed release, run here as its pod
+// would: its container's environment, its ConfigMap's files, its
+// ServiceAccount's token; only its listeners move to loopback ports (a
+// last --config of the test's, and env) and its storage to a temporary
+// directory.
+type workload struct {
+	c       *collectorproc.Collector
+	metrics string // its metrics' URL
+}
+
+// runWorkload runs the workload name of namespace ns (its pod template
+// pod), with env added to its own.
+func runWorkload(ctx context.Context, t *testing.T, srv *kubetest.Server, ns, name string, pod corev1.PodTemplateSpec, env ...string) workload {
 	t.Helper()
-	cs := srv.Clientset()
-	ss, err := cs.AppsV1().StatefulSets(ns).Get(ctx, name, metav1.GetOptions{})
+	cm, err := srv.Clientset().CoreV1().ConfigMaps(ns).Get(ctx, name, metav1.GetOptions{})
 	require.NoError(t, err)
-	cm, err := cs.CoreV1().ConfigMaps(ns).Get(ctx, name, metav1.GetOptions{})
-	require.NoError(t, err)
-	c := ss.Spec.Template.Spec.Containers[0]
+	c := pod.Spec.Containers[0]
 	files := configFiles(t, c, cm)
 	dir := t.TempDir()
-	token := srv.ServiceAccountToken(t, ns, ss.Spec.Template.Spec.ServiceAccountName, time.Hour)
-	env := append(podEnv(t, c, ns, name+"-0", "uid-"+name+"-0"), "K8S_AUTH_TYPE=kubeConfig",
-		"KUBECONFIG="+srv.KubeconfigFor(t, "mirror", token), "STORAGE_DIR="+filepath.Join(dir, "storage"))
+	token := srv.ServiceAccountToken(t, ns, pod.Spec.ServiceAccountName, time.Hour)
+	env = append(append(podEnv(t, c, ns, name+"-0", "uid-"+name+"-0"), "K8S_AUTH_TYPE=kubeConfig",
+		"KUBECONFIG="+srv.KubeconfigFor(t, name, token), "STORAGE_DIR="+filepath.Join(dir, "storage")), env...)
 	health, metrics, exact := freePort(t), freePort(t), freePort(t)
 	ports := fmt.Sprintf(`extensions:
   health_check: {endpoint: "127.0.0.1:%d"}
-exporters:
-  prometheus: {endpoint: "127.0.0.1:%d"}
 service:
   telemetry:
     metrics:
       readers:
         - pull: {exporter: {prometheus: {host: 127.0.0.1, port: %d}}}
-`, health, exact, metrics)
+`, health, metrics)
+	if strings.Contains(files[1], "exact-counts") {
+		ports += fmt.Sprintf("exporters:\n  prometheus: {endpoint: \"127.0.0.1:%d\"}\n", exact)
+	}
 	startCtx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
 	col, err := collectorproc.Start(startCtx, collectorproc.Options{
 		Binary: collectorBinary(t), Config: files[0], Overlays: []string{files[1], ports}, Dir: dir, Env: env,
 		HealthURL: fmt.Sprintf("http://127.0.0.1:%d/", health),
 	})
-	require.NoError(t, err)
+	require.NoError(t, err, name)
 	t.Cleanup(func() {
 		_ = col.Stop(30 * time.Second)
 		if t.Failed() {
-			t.Logf("mirror log:\n%s", col.LogTail(8192))
+			t.Logf("%s's log:\n%s", name, col.LogTail(8192))
 		}
 	})
-	url := fmt.Sprintf("http://127.0.0.1:%d/metrics", metrics)
-	require.Eventually(t, func() bool {
-		m, err := col.Metrics(ctx, url)
-		return err == nil && m.Sum("otelcol_receiver_k8sevents_watches_open") == 1
-	}, 2*time.Minute, 200*time.Millisecond, "the mirror's watch is open\n%s", col.LogTail(4096))
+	return workload{c: col, metrics: fmt.Sprintf("http://127.0.0.1:%d/metrics", metrics)}
 }
 
 func freePort(t *testing.T) int {
@@ -183,79 +183,6 @@ func freePort(t *testing.T) int {
 	p, err := childproc.FreePort()
 	require.NoError(t, err)
 	return p
-}
-
-// helmTest is helm test RELEASE, with the test playing kubelet: Helm
-// creates the hook's ServiceAccount, Role, RoleBinding and pod (admitted
-// by the namespace's Pod Security); the pod's script runs here with bash
-// and kubectl, as the pod's ServiceAccount with the pod's environment, and
-// its exit status becomes the pod's phase, which Helm waits for. It
-// returns Helm's error and the script's output.
-func helmTest(ctx context.Context, t *testing.T, cfg *action.Configuration, srv *kubetest.Server, ns, release string) (error, string) {
-	t.Helper()
-	cs := srv.Clientset()
-	rt := action.NewReleaseTesting(cfg)
-	rt.Namespace, rt.Timeout = ns, 3*time.Minute
-	done := make(chan error, 1)
-	go func() {
-		_, _, err := rt.Run(release)
-		done <- err
-	}()
-	var pod *corev1.Pod
-	for pod == nil {
-		select {
-		case err := <-done:
-			return fmt.Errorf("helm test ended before its pod ran: %w", err), ""
-		case <-ctx.Done():
-			return ctx.Err(), ""
-		case <-time.After(200 * time.Millisecond):
-		}
-		pods, err := cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/component=test,app.kubernetes.io/instance=" + release})
-		require.NoError(t, err)
-		if len(pods.Items) == 1 {
-			pod = &pods.Items[0]
-		}
-	}
-	out, runErr := runPodScript(ctx, t, srv, pod)
-	phase := corev1.PodSucceeded
-	if runErr != nil {
-		phase = corev1.PodFailed
-	}
-	pod.Status.Phase = phase
-	pod.Status.Conditions = nil
-	_, err := cs.CoreV1().Pods(ns).UpdateStatus(ctx, pod, metav1.UpdateOptions{})
-	require.NoError(t, err, "the test pod's phase, as kubelet reports it")
-	select {
-	case err := <-done:
-		return err, out
-	case <-ctx.Done():
-		return ctx.Err(), out
-	}
-}
-
-// runPodScript runs the pod's one container's command (bash -c SCRIPT)
-// here, with its environment and its ServiceAccount's kubeconfig, and
-// kubectl on the PATH.
-func runPodScript(ctx context.Context, t *testing.T, srv *kubetest.Server, pod *corev1.Pod) (string, error) {
-	t.Helper()
-	require.Len(t, pod.Spec.Containers, 1)
-	c := pod.Spec.Containers[0]
-	require.Equal(t, []string{"bash", "-c"}, c.Command)
-	require.Len(t, c.Args, 1)
-	bin := filepath.Dir(kubectl(t))
-	token := srv.ServiceAccountToken(t, pod.Namespace, pod.Spec.ServiceAccountName, time.Hour)
-	env := append(podEnv(t, c, pod.Namespace, pod.Name, string(pod.UID)), "KUBECONFIG="+srv.KubeconfigFor(t, pod.Spec.ServiceAccountName, token),
-		"PATH="+bin+string(os.PathListSeparator)+os.Getenv("PATH"))
-	home := t.TempDir()
-	for i, e := range env {
-		if strings.HasPrefix(e, "HOME=") || strings.HasPrefix(e, "TMPDIR=") {
-			env[i] = strings.SplitN(e, "=", 2)[0] + "=" + home // the pod's emptyDir
-		}
-	}
-	cmd := exec.CommandContext(ctx, "bash", "-c", c.Args[0])
-	cmd.Env = env
-	out, err := cmd.CombinedOutput()
-	return string(out), err
 }
 
 // writtenBy lists the Events of controller in ns.
