@@ -51,9 +51,16 @@ var kubectlBuild struct {
 
 // kubectl builds ./internal/kubectl once per test binary, with -race as
 // make test's lint vets this module: its packages are compiled by then,
-// only the link is left.
+// only the link is left (without DWARF: seconds). A test that needs it
+// later starts the build early, in the background: go buildKubectl().
 func kubectl(t *testing.T) string {
 	t.Helper()
+	buildKubectl()
+	require.NoError(t, kubectlBuild.err)
+	return kubectlBuild.path
+}
+
+func buildKubectl() {
 	kubectlBuild.once.Do(func() {
 		dir, err := os.MkdirTemp("", "helm-kubectl-")
 		if err != nil {
@@ -61,13 +68,11 @@ func kubectl(t *testing.T) string {
 			return
 		}
 		kubectlBuild.path = filepath.Join(dir, "kubectl")
-		out, err := exec.Command("go", "build", "-race", "-o", kubectlBuild.path, "./internal/kubectl").CombinedOutput()
+		out, err := exec.Command("go", "build", "-race", "-ldflags=-w", "-o", kubectlBuild.path, "./internal/kubectl").CombinedOutput()
 		if err != nil {
 			kubectlBuild.err = fmt.Errorf("go build ./internal/kubectl: %w\n%s", err, out)
 		}
 	})
-	require.NoError(t, kubectlBuild.err)
-	return kubectlBuild.path
 }
 
 // podEnv is a container's environment as kubelet gives it to the pod

@@ -19,14 +19,4 @@ firstTimestamp: "${now}"
 lastTimestamp: "${now}"
 EVENT
 echo "wrote an Event with reason ${reason}; waiting for the mirror's (${REPORTING_CONTROLLER})"
-for ((waited = 0; waited < TIMEOUT_SECONDS; waited += 2)); do
-  mirrored=$(kubectl get events -n "${POD_NAMESPACE}" -o name \
-    --field-selector "reportingComponent=${REPORTING_CONTROLLER},reason=${reason}")
-  if [[ -n "${mirrored}" ]]; then
-    echo "the mirror wrote ${mirrored}"
-    exit 0
-  fi
-  sleep 2
-done
-echo "no Event of ${REPORTING_CONTROLLER} with reason ${reason} after ${TIMEOUT_SECONDS}s" >&2
-exit 1
+await_event "the mirror" "${reason}"

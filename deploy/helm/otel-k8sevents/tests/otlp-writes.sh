@@ -25,14 +25,4 @@ if [[ "${status}" != "HTTP/1.1 200"* || "${response}" == *rejectedLogRecords* ]]
   exit 1
 fi
 echo "sent an Event record with reason ${reason}; waiting for tier 2's Event (${REPORTING_CONTROLLER})"
-for ((waited = 0; waited < TIMEOUT_SECONDS; waited += 2)); do
-  written=$(kubectl get events -n "${POD_NAMESPACE}" -o name \
-    --field-selector "reportingComponent=${REPORTING_CONTROLLER},reason=${reason}")
-  if [[ -n "${written}" ]]; then
-    echo "tier 2 wrote ${written}"
-    exit 0
-  fi
-  sleep 2
-done
-echo "no Event of ${REPORTING_CONTROLLER} with reason ${reason} after ${TIMEOUT_SECONDS}s" >&2
-exit 1
+await_event "tier 2" "${reason}"
