@@ -67,8 +67,9 @@ var (
 // installs beside the first, and each collector's ServiceAccount still
 // writes its own Events and no other.
 func TestHelmInstallUpgradeStrict(t *testing.T) {
-	go buildKubectl()                              // for helm test's scripts, meanwhile
-	srv := kubetest.Start(t, kubetest.OwnServer()) // it installs an admission policy
+	go buildKubectl() // helm test's scripts run kubectl: linked meanwhile
+	// Its own server: it installs an admission policy.
+	srv := kubetest.Start(t, kubetest.OwnServer())
 	// A bound for a server that stopped answering, not a measure of speed:
 	// make test runs this beside four other jobs on the machine's cores.
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
