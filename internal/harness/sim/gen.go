@@ -46,6 +46,9 @@ func processNames(shape Shape, replicas int) []string {
 //   exporterhelper's persistent queue moves the requests in flight at the
 //   last stop back into the queue by deleting them, then writing them
 //   again (queue-recovery-interrupted).
+// - A start on a disk that refuses writes (generated starts repair the
+//   disk first: disk-ok): that queue then drops the requests it cannot
+//   move back (queue-recovery-disk-refuses).
 
 // genSchedule draws a schedule of shape.
 func genSchedule(t *rapid.T, shape Shape) Schedule {
@@ -108,7 +111,7 @@ func genStep(t *rapid.T, nSeries int, procs []string) Step {
 	case k < 91:
 		return Stop{Proc: proc()}
 	case k < 96:
-		return Start{Proc: proc()}
+		return Start{Proc: proc(), DiskOK: true}
 	case k < 98:
 		return Compact{}
 	default:

@@ -64,8 +64,12 @@ type CrashAt struct {
 // Stop: Proc is stopped gracefully (SIGTERM: a rollout, a drain).
 type Stop struct{ Proc string }
 
-// Start: Proc starts (again), if it is down.
-type Start struct{ Proc string }
+// Start: Proc starts (again), if it is down; with DiskOK, on a disk that
+// takes writes (a disk fault ends first).
+type Start struct {
+	Proc   string
+	DiskOK bool
+}
 
 // Compact: the API server forgets the history of resourceVersions up to
 // now (etcd compaction): a watch from an older one answers 410.
@@ -93,8 +97,13 @@ func (s CrashAt) String() string {
 	}
 	return out
 }
-func (s Stop) String() string  { return "stop " + s.Proc }
-func (s Start) String() string { return "start " + s.Proc }
+func (s Stop) String() string { return "stop " + s.Proc }
+func (s Start) String() string {
+	if s.DiskOK {
+		return "start " + s.Proc + " disk-ok"
+	}
+	return "start " + s.Proc
+}
 func (Compact) String() string { return "compact" }
 func (s DiskFault) String() string {
 	return fmt.Sprintf("disk %s %s", s.Proc, map[bool]string{false: "ok", true: "failing"}[s.Failing])
@@ -173,6 +182,9 @@ func (s Start) apply(ctx context.Context, w *World) error {
 	if err != nil || p.inc != nil && !p.died() {
 		return err
 	}
+	if s.DiskOK {
+		p.disk.setFailing(false)
+	}
 	if err := p.start(ctx); err != nil {
 		return err
 	}
@@ -250,6 +262,10 @@ func (s *Schedule) parseLine(f []string) error {
 	n, ok := want[f[0]]
 	if !ok {
 		return fmt.Errorf("unknown step %q", f[0])
+	}
+	if f[0] == "start" && len(f) == 3 && f[2] == "disk-ok" {
+		s.Steps = append(s.Steps, Start{Proc: f[1], DiskOK: true})
+		return nil
 	}
 	if f[0] == "crash-at" && len(f) == 6 && f[5] == "if-running" {
 		f, s.crashIfRunning = f[:5], true

@@ -215,6 +215,7 @@ crash-at tier2-0 storage 1 after
 crash-at tier2-1 api 2 before if-running
 stop tier2-1
 start tier2-1
+start tier2-0 disk-ok
 compact
 disk tier2-0 failing
 `
