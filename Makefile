@@ -17,7 +17,7 @@ build:
 ## packages' tests and the other Go modules' tests.
 ## The API server and etcd build beside lint, the distribution after them (test-deps); the tests start once all
 ## of it is there.
-## The other Go modules: recorder, tools/image and tools/helm have tests, run in test-modules; tools/mdatagen and
+## The other Go modules: recorder, tools/image, tools/helm and tools/operator have tests, run in test-modules; tools/mdatagen and
 ## tools/kube only pin tools (no package, no test): lint's go generate builds and runs mdatagen through
 ## tools/mdatagen/go.mod, apiserver builds kube-apiserver and etcd through tools/kube
 ## (internal/harness TestEveryModuleIsCoveredByMakeTest).
@@ -82,6 +82,7 @@ test-modules:
 	cd recorder && $(GO) test -race -vet=off -ldflags=-w -count=1 -timeout 10m .  # ./example has no tests: vet and e2e/recorder_test.go build it
 	cd tools/image && GOWORK=off $(GO) test -race -vet=off -ldflags=-w -count=1 -timeout 5m .  # make image's builder; e2e/image_test.go checks its image
 	cd tools/helm && GOWORK=off $(GO) test -race -vet=off -ldflags=-w -count=1 -timeout 10m .  # the Helm chart: deploy/ is its output; installed on a real API server
+	cd tools/operator && GOWORK=off $(GO) test -race -vet=off -ldflags=-w -count=1 -timeout 5m .  # deploy/operator against the Operator's API types and the built distribution
 
 # test-deps: what make test needs before its tests, two jobs at a time. The API server and the distribution
 # share most of their packages (tools/kube requires the distribution's versions, docs/versions.md), so the
@@ -118,6 +119,7 @@ lint:
 	cd recorder && $(GO) vet -race ./...
 	cd tools/image && GOWORK=off $(GO) vet -race ./...
 	cd tools/helm && GOWORK=off $(GO) vet -race ./...
+	cd tools/operator && GOWORK=off $(GO) vet -race ./...
 
 ## bench: the processor's budget table (ratios to client-go's EventCorrelator in the same run,
 ## allocations, retained heap), the write-count and spam-filter reports per storm, the exporter's
