@@ -96,7 +96,7 @@ test-deps:
 kubepool:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags=-w -o $(BIN)/kubepool ./internal/harness/kubepool/run
 image-after-apiserver: apiserver otelcol-sources
-	$(MAKE) --no-print-directory image
+	$(MAKE) --no-print-directory image IMAGE_PLATFORMS=$(HOST_PLATFORM)
 lint-after-sources: otelcol-sources
 	$(MAKE) --no-print-directory lint
 otelcol-sources: $(BIN)/builder
@@ -153,10 +153,36 @@ otelcol: $(BIN)/builder
 	$(BIN)/builder --config builder-config.yaml
 	cp otelcol-k8sevents/otelcol-k8sevents $(BIN)/otelcol-k8sevents
 
-## image: bin/otelcol-k8sevents-image.tar, the distribution as an OCI image (also a docker-archive) built
-## without a container daemon by tools/image (go-containerregistry): docker load, podman load or crane push it.
+## image: bin/otelcol-k8sevents-image.tar, the distribution as an OCI image index of IMAGE_PLATFORMS, each image with
+## its SBOM (SPDX, from the binary's Go build information, attached as docker buildx attaches one), built without a
+## container daemon by tools/image (go-containerregistry); also a docker-archive of this machine's platform's image:
+## docker load, podman load it, or make push-image. This machine's platform is make otelcol's binary; the others are
+## cross-compiled from the sources ocb generated (otelcol-k8sevents/) with ocb's flags, into bin/<os>-<arch>/ (each
+## costs about what make otelcol did). The image's tag is the distribution's version (VERSION, builder-config.yaml).
+## make test builds this machine's platform alone (image-after-apiserver); tools/image's tests check a two-platform
+## index with small binaries.
+VERSION := $(shell sed -n 's/^  version: *//p' builder-config.yaml)
+IMAGE_PLATFORMS ?= linux/amd64 linux/arm64
+HOST_PLATFORM := linux/$(shell $(GO) env GOARCH)
+IMAGE_TAR := $(BIN)/otelcol-k8sevents-image.tar
 image: otelcol
-	cd tools/image && GOWORK=off $(GO) run . -binary $(BIN)/otelcol-k8sevents -configs $(CURDIR)/testdata/config -out $(BIN)/otelcol-k8sevents-image.tar
+	@set -e; binaries=""; \
+	for p in $(IMAGE_PLATFORMS); do \
+	  if [ "$$p" = "$(HOST_PLATFORM)" ]; then binaries="-binary $(BIN)/otelcol-k8sevents $$binaries"; continue; fi; \
+	  os=$${p%/*}; arch=$${p#*/}; out=$(BIN)/$$os-$$arch/otelcol-k8sevents; \
+	  echo "cross-compile the distribution for $$p: $$out"; \
+	  (cd otelcol-k8sevents && CGO_ENABLED=0 GOOS=$$os GOARCH=$$arch $(GO) build -trimpath -o $$out .); \
+	  binaries="$$binaries -binary $$out"; \
+	done; \
+	cd tools/image && GOWORK=off $(GO) run . $$binaries -tag otelcol-k8sevents:$(VERSION) -configs $(CURDIR)/testdata/config -out $(IMAGE_TAR)
+
+## push-image: push what make image wrote (the index: every platform's image and SBOM) to IMAGE=registry/repository:tag,
+## without a daemon (credentials as docker login stores them), and print the digest the registry serves for it, alone
+## on standard output: pin the image by it (docs/deploy.md "Images by digest").
+.PHONY: push-image
+push-image:
+	@if [ -z "$(IMAGE)" ]; then echo "usage: make push-image IMAGE=registry/repository:tag (after make image)" >&2; exit 2; fi
+	@cd tools/image && GOWORK=off $(GO) run . push -in $(IMAGE_TAR) -image $(IMAGE)
 
 ## deploy: deploy/*.yaml rendered from the Helm chart deploy/helm/otel-k8sevents with deploy/helm/deploy-values.yaml
 ## (tools/helm, Helm's Go library; TestHelmDeployIsGenerated fails while deploy/ differs from it).
