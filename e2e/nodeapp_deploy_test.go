@@ -16,9 +16,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	authzv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 
@@ -70,7 +68,7 @@ func TestNodeAppAsDeployed(t *testing.T) {
 		ns, group string
 		want      bool
 	}{{ns, "", true}, {ns, "events.k8s.io", true}, {"default", "", false}, {"shop", "events.k8s.io", false}} {
-		assert.Equal(t, c.want, mayCreateEvents(ctx, t, side, user, ns, c.ns, c.group), "%s may create %q events in %s", user, c.group, c.ns)
+		assert.Equal(t, c.want, allowed(ctx, t, cs, user, "create", c.group, "events", c.ns, ""), "%s may create %q events in %s", user, c.group, c.ns)
 	}
 	audience, tokenPath := projectedToken(t, pod)
 	assert.Equal(t, authAudience, audience, "the token's audience is the ready configuration's")
@@ -172,18 +170,6 @@ func tier1HTTP(t *testing.T) string {
 	}
 	t.Fatal("deploy/otlp-tier1.yaml has no Service otelcol-tier1 with port 4318")
 	return ""
-}
-
-// mayCreateEvents asks the API server whether the pod's ServiceAccount
-// (user, of namespace home) may create Events of group in ns.
-func mayCreateEvents(ctx context.Context, t *testing.T, side *ingestSide, user, home, ns, group string) bool {
-	t.Helper()
-	r, err := side.rig.srv.Clientset().AuthorizationV1().SubjectAccessReviews().Create(ctx, &authzv1.SubjectAccessReview{Spec: authzv1.SubjectAccessReviewSpec{
-		User: user, Groups: []string{"system:serviceaccounts", "system:serviceaccounts:" + home, "system:authenticated"},
-		ResourceAttributes: &authzv1.ResourceAttributes{Verb: "create", Group: group, Resource: "events", Namespace: ns},
-	}}, metav1.CreateOptions{})
-	require.NoError(t, err)
-	return r.Status.Allowed
 }
 
 // bigNoteOccurrences are n Warnings about 20 pods of ns, each note of
