@@ -17,9 +17,9 @@ build:
 ## packages' tests and the other Go modules' tests.
 ## The API server and etcd build beside lint, the distribution after them (test-deps); the tests start once all
 ## of it is there.
-## The other Go modules: recorder, tools/image, tools/helm and tools/operator have tests, run in test-modules; tools/mdatagen and
-## tools/kube only pin tools (no package, no test): lint's go generate builds and runs mdatagen through
-## tools/mdatagen/go.mod, apiserver builds kube-apiserver and etcd through tools/kube
+## The other Go modules: recorder, tools/image, tools/helm and tools/operator have tests, run in test-modules;
+## tools/mdatagen and tools/kube only pin tools (no package, no test): lint's go generate builds and runs mdatagen
+## through tools/mdatagen/go.mod, apiserver builds kube-apiserver and etcd through tools/kube
 ## (internal/harness TestEveryModuleIsCoveredByMakeTest).
 ## The jobs run under kubepool (internal/harness/kubepool): POOL_SERVERS API servers that tests asking for a default
 ## one lease in turn, each reset to its first state, instead of starting their own: a start costs more CPU than a reset.

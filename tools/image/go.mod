@@ -1,5 +1,5 @@
 // A tools module of its own, so that the image builder's dependencies
-// (go-containerregistry) stay out of the components' module.
+// (go-containerregistry, spdx/tools-golang) stay out of the components' module.
 module github.com/k8sevents/otel-k8sevents/tools/image
 
 go 1.26.0
