@@ -17,9 +17,9 @@ build:
 ## packages' tests and the other Go modules' tests.
 ## The API server and etcd build beside lint, the distribution after them (test-deps); the tests start once all
 ## of it is there.
-## The other Go modules: recorder, tools/image and tools/helm have tests, run in test-modules; tools/mdatagen and
-## tools/kube only pin tools (no package, no test): lint's go generate builds and runs mdatagen through
-## tools/mdatagen/go.mod, apiserver builds kube-apiserver and etcd through tools/kube
+## The other Go modules: recorder, tools/image, tools/helm and tools/operator have tests, run in test-modules;
+## tools/mdatagen and tools/kube only pin tools (no package, no test): lint's go generate builds and runs mdatagen
+## through tools/mdatagen/go.mod, apiserver builds kube-apiserver and etcd through tools/kube
 ## (internal/harness TestEveryModuleIsCoveredByMakeTest).
 ## The jobs run under kubepool (internal/harness/kubepool): POOL_SERVERS API servers that tests asking for a default
 ## one lease in turn, each reset to its first state, instead of starting their own: a start costs more CPU than a reset.
@@ -92,6 +92,7 @@ test-modules:
 	cd recorder && $(GO) test -race -vet=off -ldflags=-w -count=1 -timeout 10m .  # ./example has no tests: vet and e2e/recorder_test.go build it
 	cd tools/image && GOWORK=off $(GO) test -race -vet=off -ldflags=-w -count=1 -timeout 5m .  # make image's builder; e2e/image_test.go checks its image
 	cd tools/helm && GOWORK=off $(GO) test -race -vet=off -ldflags=-w -count=1 -timeout 10m .  # the Helm chart: deploy/ is its output; installed on a real API server
+	cd tools/operator && GOWORK=off $(GO) test -race -vet=off -ldflags=-w -count=1 -timeout 5m .  # deploy/operator against the Operator's API types and the built distribution
 
 # test-deps: what make test needs before its tests, two jobs at a time. The API server and the distribution
 # share most of their packages (tools/kube requires the distribution's versions, docs/versions.md), so the
@@ -105,7 +106,7 @@ test-deps:
 kubepool:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags=-w -o $(BIN)/kubepool ./internal/harness/kubepool/run
 image-after-apiserver: apiserver otelcol-sources
-	$(MAKE) --no-print-directory image
+	$(MAKE) --no-print-directory image IMAGE_PLATFORMS=$(HOST_PLATFORM)
 lint-after-sources: otelcol-sources
 	$(MAKE) --no-print-directory lint
 otelcol-sources: $(BIN)/builder
@@ -128,6 +129,7 @@ lint:
 	cd recorder && $(GO) vet -race ./...
 	cd tools/image && GOWORK=off $(GO) vet -race ./...
 	cd tools/helm && GOWORK=off $(GO) vet -race ./...
+	cd tools/operator && GOWORK=off $(GO) vet -race ./...
 
 ## bench: the processor's budget table (ratios to client-go's EventCorrelator in the same run,
 ## allocations, retained heap), the write-count and spam-filter reports per storm, the exporter's
@@ -173,10 +175,36 @@ otelcol: $(BIN)/builder
 	$(BIN)/builder --config builder-config.yaml
 	cp otelcol-k8sevents/otelcol-k8sevents $(BIN)/otelcol-k8sevents
 
-## image: bin/otelcol-k8sevents-image.tar, the distribution as an OCI image (also a docker-archive) built
-## without a container daemon by tools/image (go-containerregistry): docker load, podman load or crane push it.
+## image: bin/otelcol-k8sevents-image.tar, the distribution as an OCI image index of IMAGE_PLATFORMS, each image with
+## its SBOM (SPDX, from the binary's Go build information, attached as docker buildx attaches one), built without a
+## container daemon by tools/image (go-containerregistry); also a docker-archive of this machine's platform's image:
+## docker load, podman load it, or make push-image. This machine's platform is make otelcol's binary; the others are
+## cross-compiled from the sources ocb generated (otelcol-k8sevents/) with ocb's flags, into bin/<os>-<arch>/ (each
+## costs about what make otelcol did). The image's tag is the distribution's version (VERSION, builder-config.yaml).
+## make test builds this machine's platform alone (image-after-apiserver); tools/image's tests check a two-platform
+## index with small binaries.
+VERSION := $(shell sed -n 's/^  version: *//p' builder-config.yaml)
+IMAGE_PLATFORMS ?= linux/amd64 linux/arm64
+HOST_PLATFORM := linux/$(shell $(GO) env GOARCH)
+IMAGE_TAR := $(BIN)/otelcol-k8sevents-image.tar
 image: otelcol
-	cd tools/image && GOWORK=off $(GO) run . -binary $(BIN)/otelcol-k8sevents -configs $(CURDIR)/testdata/config -out $(BIN)/otelcol-k8sevents-image.tar
+	@set -e; binaries=""; \
+	for p in $(IMAGE_PLATFORMS); do \
+	  if [ "$$p" = "$(HOST_PLATFORM)" ]; then binaries="-binary $(BIN)/otelcol-k8sevents $$binaries"; continue; fi; \
+	  os=$${p%/*}; arch=$${p#*/}; out=$(BIN)/$$os-$$arch/otelcol-k8sevents; \
+	  echo "cross-compile the distribution for $$p: $$out"; \
+	  (cd otelcol-k8sevents && CGO_ENABLED=0 GOOS=$$os GOARCH=$$arch $(GO) build -trimpath -o $$out .); \
+	  binaries="$$binaries -binary $$out"; \
+	done; \
+	cd tools/image && GOWORK=off $(GO) run . $$binaries -tag otelcol-k8sevents:$(VERSION) -configs $(CURDIR)/testdata/config -out $(IMAGE_TAR)
+
+## push-image: push what make image wrote (the index: every platform's image and SBOM) to IMAGE=registry/repository:tag,
+## without a daemon (credentials as docker login stores them), and print the digest the registry serves for it, alone
+## on standard output: pin the image by it (docs/deploy.md "Images by digest").
+.PHONY: push-image
+push-image:
+	@if [ -z "$(IMAGE)" ]; then echo "usage: make push-image IMAGE=registry/repository:tag (after make image)" >&2; exit 2; fi
+	@cd tools/image && GOWORK=off $(GO) run . push -in $(IMAGE_TAR) -image $(IMAGE)
 
 ## deploy: deploy/*.yaml rendered from the Helm chart deploy/helm/otel-k8sevents with deploy/helm/deploy-values.yaml
 ## (tools/helm, Helm's Go library; TestHelmDeployIsGenerated fails while deploy/ differs from it).

@@ -245,10 +245,18 @@ func TestNodeAppCountsWhatItCouldNotSend(t *testing.T) {
 // app printed after the flush and at its end.
 func runNodeApp(ctx context.Context, t *testing.T, node, dir, url, tokenFile string, occs []storm.Occurrence, half int, rotate func()) (flushed, done nodeCounts) {
 	t.Helper()
-	cmd := exec.CommandContext(ctx, node, "main.js", "--url", url,
-		"--token-file", tokenFile, "--controller", appController, "--instance", appInstance,
-		"--max-seconds", fmt.Sprint(int(appRunsMax.Seconds())))
+	return runNode(ctx, t, node, dir, []string{"--url", url, "--token-file", tokenFile}, nil, occs, half, rotate)
+}
+
+// runNode is runNodeApp with main.js's arguments and environment given:
+// the test's environment without any variable that names a collector,
+// and env.
+func runNode(ctx context.Context, t *testing.T, node, dir string, args, env []string, occs []storm.Occurrence, half int, rotate func()) (flushed, done nodeCounts) {
+	t.Helper()
+	cmd := exec.CommandContext(ctx, node, append([]string{"main.js", "--controller", appController, "--instance", appInstance,
+		"--max-seconds", fmt.Sprint(int(appRunsMax.Seconds()))}, args...)...)
 	cmd.Dir = dir
+	cmd.Env = append(nodeEnv(), env...)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	stdin, err := cmd.StdinPipe()
@@ -289,6 +297,18 @@ func runNodeApp(ctx context.Context, t *testing.T, node, dir, url, tokenFile str
 		t.Logf("Node app's stderr:\n%s", stderr.String())
 	}
 	return flushed, done
+}
+
+// nodeEnv is the test's environment without the variables that name a
+// collector, so that only what a test gives reaches the app.
+func nodeEnv() []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "K8SEVENTS_OTLP_") && !strings.HasPrefix(kv, "OTEL_EXPORTER_OTLP_") {
+			env = append(env, kv)
+		}
+	}
+	return env
 }
 
 func writeOccurrences(w io.Writer, occs []storm.Occurrence) error {
