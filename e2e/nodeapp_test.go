@@ -191,7 +191,7 @@ func startIngestSide(t *testing.T) *ingestSide {
 	writeToken(t, s.tokenFile, s.rig.serviceAccount(t, "shop", "app", "shop", "default"))
 	received := fmt.Sprintf(`
 exporters:
-  file/received: {path: %q}
+  file/received: {path: %q, append: true}
   k8sevents: {qps: 100, burst: 200}
 service:
   pipelines:
