@@ -40,7 +40,6 @@ import (
 // run of emitted records shares an output resource only while they are
 // about one object.
 type output struct {
-	legacy  bool
 	logs    plog.Logs
 	records plog.LogRecordSlice
 	src     source
@@ -63,9 +62,9 @@ type output struct {
 	wholes    int
 }
 
-// newOutput makes an output writing the legacy fields or the series'.
-func newOutput(legacy bool) output {
-	return output{legacy: legacy, movedRL: -1}
+// newOutput makes an empty output.
+func newOutput() output {
+	return output{movedRL: -1}
 }
 
 // source identifies where the current output scope's records come from.
@@ -262,14 +261,11 @@ func (o *output) emitTimer(em *engine.Emission) {
 }
 
 // state is what the processor decided about the Event object em writes:
-// its name and count, in the fields of the chosen mode only.
+// its name and count, in the fields of the mode that made it (a legacy
+// emission has no series state).
 func (o *output) state(em *engine.Emission) k8sevent.State {
-	st := k8sevent.State{Name: em.Name, Count: em.Count, First: em.First, Last: em.Last, Aggregated: em.Aggregated,
-		NewOccurrences: em.New}
-	if !o.legacy {
-		st.SeriesState = engine.KindNames[em.Kind]
-	}
-	return st
+	return k8sevent.State{Name: em.Name, Count: em.Count, First: em.First, Last: em.Last, Aggregated: em.Aggregated,
+		NewOccurrences: em.New, SeriesState: engine.KindNames[em.Kind]}
 }
 
 // note writes the note the engine decided (an aggregate's), if any.

@@ -59,8 +59,11 @@ func (p *eventSeriesProcessor) restore(ctx context.Context, host component.Host)
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.restorePending(ctx, pendingOp.Value)
+	var configured *engine.Engine // set while the engine of a state saved under other settings replays the log
 	if snap := snapOp.Value; snap != nil {
-		if err := p.engine.Restore(snap); errors.Is(err, engine.ErrSnapshotVersion) {
+		if err := p.engine.Restore(snap); errors.Is(err, engine.ErrSnapshotSettings) {
+			configured = p.savedUnder(ctx, snap, err)
+		} else if errors.Is(err, engine.ErrSnapshotVersion) {
 			p.logger.Warn("Saved state of another snapshot version discarded (another build wrote it): the processor starts empty; "+
 				"series open at the upgrade continue in new objects and watched Events count their cumulative counts again",
 				zap.Error(err), zap.Int("bytes", len(snap)))
@@ -76,13 +79,55 @@ func (p *eventSeriesProcessor) restore(ctx context.Context, host component.Host)
 	if p.eventTime {
 		p.watermark = p.engine.Now()
 	}
-	if err := p.replayLog(ctx, fromOp.Value); err != nil {
+	err = p.replayLog(ctx, fromOp.Value)
+	if configured != nil {
+		p.carryOver(ctx, configured)
+	}
+	if err != nil {
 		p.store = nil
 		_ = client.Close(ctx)
 		return fmt.Errorf("eventseries: storage %q: %w", p.cfg.Storage, err)
 	}
 	p.armTimer() // deadlines passed while the collector was down are due now
 	return nil
+}
+
+// savedUnder runs the engine of a state saved under another mode or
+// series key (refused by Restore with why) in place of the configured one,
+// until carryOver: what was logged after the state replays under the
+// settings it was counted under, as before the restart. It returns the
+// configured engine; nil when the state cannot be read (the processor
+// starts empty). The caller holds p.mu.
+func (p *eventSeriesProcessor) savedUnder(ctx context.Context, snap []byte, why error) *engine.Engine {
+	saved, err := p.engine.Saved(snap)
+	if err != nil {
+		p.logger.Error("Saved state discarded: the processor starts empty", zap.Error(err), zap.Int("bytes", len(snap)))
+		p.stateError(ctx, "restore")
+		return nil
+	}
+	p.logger.Warn("Saved state made under other settings: its held-back counts are written and its series end; "+
+		"the watched Events keep their totals", zap.NamedError("settings", why))
+	configured := p.engine
+	p.engine = saved
+	return configured
+}
+
+// carryOver ends the saved state's engine into the configured one (see
+// savedUnder): the counts it held back go out first, in the mode they were
+// counted in. The caller holds p.mu.
+func (p *eventSeriesProcessor) carryOver(ctx context.Context, configured *engine.Engine) {
+	ems, err := configured.Carry(p.engine)
+	p.engine = configured
+	if err != nil {
+		p.logger.Error("Saved state discarded: the processor starts empty", zap.Error(err))
+		p.stateError(ctx, "restore")
+		return
+	}
+	out := newOutput()
+	for i := range ems {
+		out.emitTimer(&ems[i])
+	}
+	p.hold(&out)
 }
 
 // restorePending takes the saved records that wait for the next consumer;

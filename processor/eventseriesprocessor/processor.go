@@ -228,7 +228,7 @@ func (p *eventSeriesProcessor) ConsumeLogs(ctx context.Context, ld plog.Logs) er
 // observe decides the batch's records at the processing clock wall; the
 // caller holds p.mu and the turn.
 func (p *eventSeriesProcessor) observe(ctx context.Context, ld plog.Logs, wall int64) output {
-	out := newOutput(p.cfg.Mode == modeLegacy)
+	out := newOutput()
 	var counts problemCounts
 	batchNow := wall
 	if p.eventTime {
@@ -342,7 +342,7 @@ func (p *eventSeriesProcessor) eventNow(t, limit int64, c *problemCounts) int64 
 
 // timerRecords makes the records of emissions no input carries; the caller holds p.mu.
 func (p *eventSeriesProcessor) timerRecords(ems []engine.Emission) output {
-	out := newOutput(p.cfg.Mode == modeLegacy)
+	out := newOutput()
 	for i := range ems {
 		out.emitTimer(&ems[i])
 	}

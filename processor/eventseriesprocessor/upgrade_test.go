@@ -74,3 +74,42 @@ func TestStateOfAnotherVersionIsRefused(t *testing.T) {
 	assert.Equal(t, int64(1), again.p.engine.Stats.Occurrences, "this build's state restored: 3 to 4 is one occurrence")
 	stop()
 }
+
+// TestModeChangeKeepsEveryCount: a collector killed in one mode and
+// started in the other (or with the other series key) keeps every count:
+// what the state held back is written in the mode it was counted in, and
+// the watched Event's next records count only their growth. Summed over
+// the objects written in both runs, the last counts are the watched
+// Event's final count.
+func TestModeChangeKeepsEveryCount(t *testing.T) {
+	for _, c := range []struct{ name, from, to string }{
+		{"series to legacy", modeSeries, modeLegacy},
+		{"legacy to series", modeLegacy, modeSeries},
+		{"series key", modeSeries, modeSeries},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			h, stop := fileStorage(t, t.TempDir())
+			defer stop()
+			first := startRun(t, h, func(cfg *Config) { cfg.Mode = c.from })
+			first.feed(t, watched(), time.Now(), 1, 2, 3, 5)
+			require.NoError(t, first.p.save(context.Background()))
+			first.feed(t, watched(), time.Now(), 6) // logged only: the next start replays it
+			crash(t, first.p)
+
+			core, logs := observer.New(zapcore.WarnLevel)
+			second := newRun(t, func(cfg *Config) {
+				cfg.Mode = c.to
+				if c.from == c.to {
+					cfg.Series.KeyIgnoresResourceVersion = !cfg.Series.KeyIgnoresResourceVersion
+				}
+			})
+			second.p.logger = zap.New(core)
+			require.NoError(t, second.p.Start(context.Background(), h))
+			second.feed(t, watched(), time.Now(), 7, 9)
+			require.NoError(t, second.p.Shutdown(context.Background()))
+
+			assert.Equal(t, int64(9), sum(finalCounts(collect(t, first.sink, second.sink))), "every occurrence once, across the change")
+			assert.Len(t, logs.FilterMessageSnippet("Saved state made under other settings").All(), 1)
+		})
+	}
+}

@@ -137,10 +137,10 @@ func (e *Engine) restore(r *reader) error {
 	}
 	flags := r.byte()
 	if legacy := flags&1 != 0; r.err == nil && legacy != e.cfg.Legacy {
-		return fmt.Errorf("snapshot of mode %s, configured %s", modeName(legacy), modeName(e.cfg.Legacy))
+		return fmt.Errorf("%w: mode %s, configured %s", ErrSnapshotSettings, modeName(legacy), modeName(e.cfg.Legacy))
 	}
 	if withRV := flags&2 != 0; r.err == nil && !e.cfg.Legacy && withRV != e.cfg.KeyIncludesResourceVersion {
-		return fmt.Errorf("snapshot made with series.key_ignores_resource_version %t, configured %t", !withRV, !e.cfg.KeyIncludesResourceVersion)
+		return fmt.Errorf("%w: series.key_ignores_resource_version %t, configured %t", ErrSnapshotSettings, !withRV, !e.cfg.KeyIncludesResourceVersion)
 	}
 	spamKey := r.str()
 	now, statesMade := r.int(), r.uint()

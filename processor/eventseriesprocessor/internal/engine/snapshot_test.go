@@ -6,6 +6,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -197,7 +198,7 @@ func TestRestoreRefusesWhatItCannotContinue(t *testing.T) {
 		{"empty", "not an eventseries engine snapshot", cfg, nil},
 		{"garbage", "not an eventseries engine snapshot", cfg, []byte("{\"version\": 1}")},
 		{"another version", "snapshot of another version: version 9, this build reads version 8", cfg, newer},
-		{"other mode", "snapshot of mode series, configured legacy", legacy, snap},
+		{"other mode", "snapshot made under other settings: mode series, configured legacy", legacy, snap},
 		{"other series key", "key_ignores_resource_version true, configured false", rv, snap},
 		{"trailing bytes", "bytes after the end", cfg, append(append([]byte(nil), snap...), 0)},
 	} {
@@ -206,6 +207,7 @@ func TestRestoreRefusesWhatItCannotContinue(t *testing.T) {
 			err := e.Restore(c.data)
 			assert.ErrorContains(t, err, c.err)
 			assert.Equal(t, c.name == "another version", errors.Is(err, ErrSnapshotVersion), "told apart from a corrupt one")
+			assert.Equal(t, strings.HasPrefix(c.name, "other "), errors.Is(err, ErrSnapshotSettings), "for Carry")
 			assertFresh(t, e)
 		})
 	}
