@@ -16,7 +16,10 @@
 //     label selectors, limit and continue, the list's resourceVersion),
 //     watch (from a resourceVersion, or the current objects first; ADDED,
 //     MODIFIED and DELETED in order; 410 Expired for a compacted
-//     resourceVersion; timeoutSeconds; the initial-events-end bookmark of
+//     resourceVersion, and in the stream of a watch whose reader fell
+//     behind a compaction (etcd cancels a watcher behind the compacted
+//     revision; the server's buffers, which a real watch has, are not
+//     modelled); timeoutSeconds; the initial-events-end bookmark of
 //     sendInitialEvents; periodic bookmarks only with EventsWatchCache, as
 //     kube-apiserver never watch-caches Events by default), update with a
 //     resourceVersion precondition, strategic merge, JSON merge and JSON

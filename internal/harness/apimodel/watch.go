@@ -183,8 +183,20 @@ func (w *watchBody) nextBookmark(now time.Time) time.Duration {
 }
 
 // collectLocked encodes the revisions after the cursor this watch sees.
+// A watch whose reader fell behind a compaction (revisions it had not read
+// are gone) ends with 410 Expired, as etcd cancels a watcher behind the
+// compacted revision and kube-apiserver answers it "too old": it never
+// skips what it did not send.
 func (w *watchBody) collectLocked() {
 	st := w.s.st
+	if w.ended {
+		return
+	}
+	if w.cursor+1 < st.compacted {
+		w.buf = append(w.buf, frame(watch.Error, statusObject(apierrors.NewResourceExpired("The resourceVersion for the provided watch is too old.")))...)
+		w.ended = true
+		return
+	}
 	for i := firstAfter(st.history, w.cursor); i < len(st.history); i++ {
 		r := st.history[i]
 		if r.store != w.rt.store {

@@ -8,6 +8,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"time"
 
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/config/configgrpc"
@@ -104,21 +105,44 @@ func (p *process) start(ctx context.Context) error {
 	return nil
 }
 
+// gracePeriod is the pods' terminationGracePeriodSeconds in deploy/: how
+// long the kubelet waits after a SIGTERM before its SIGKILL.
+const gracePeriod = 60 * time.Second
+
 // stop shuts the incarnation down gracefully, as a SIGTERM does: the
-// collector's order, receivers first.
+// collector's order, receivers first. A shutdown still running after the
+// grace period is killed there: its context ends, and nothing it does
+// afterwards reaches the world.
 func (p *process) stop(ctx context.Context) error {
 	inc := p.inc
 	if inc == nil {
 		return nil
 	}
 	p.inc = nil
-	var errs []error
-	for _, c := range slices.Backward(inc.components) {
-		errs = append(errs, c.Shutdown(ctx))
+	ctx, cancel := context.WithTimeout(ctx, gracePeriod)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() {
+		var errs []error
+		for _, c := range slices.Backward(inc.components) {
+			errs = append(errs, c.Shutdown(ctx))
+		}
+		done <- errors.Join(errs...)
+	}()
+	select {
+	case err := <-done:
+		inc.life.kill()
+		close(inc.reaped)
+		return err
+	case <-ctx.Done():
+		p.w.logf("%s killed: still stopping after the %s grace period", p.name, gracePeriod)
+		inc.life.kill()
+		go func() {
+			<-done
+			close(inc.reaped)
+		}()
+		return nil
 	}
-	inc.life.kill()
-	close(inc.reaped)
-	return errors.Join(errs...)
 }
 
 // crash kills the incarnation at once: nothing it does from now on reaches
