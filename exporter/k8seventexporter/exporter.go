@@ -13,6 +13,7 @@ import (
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/consumer/consumererror"
 	"go.opentelemetry.io/collector/exporter"
+	"go.opentelemetry.io/collector/extension/xextension/storage"
 	"go.opentelemetry.io/collector/pdata/plog"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
@@ -33,6 +34,10 @@ type k8seventsExporter struct {
 	logRate      *ratelog.Limiter[string]
 	forbiddenLog *namespaceLog // when each namespace's RBAC gap was last logged
 	disp         *dispatcher   // the lanes and their writer; set at start
+	stop         chan struct{} // closed when the exporter starts to stop
+	stopOnce     sync.Once
+	id           component.ID
+	probe        storage.Client // a persistent queue's storage, written to see it works again (queue.go)
 }
 
 func newExporter(set exporter.Settings, cfg *Config) (*k8seventsExporter, error) {
@@ -45,19 +50,30 @@ func newExporter(set exporter.Settings, cfg *Config) (*k8seventsExporter, error)
 		instance, _ = os.Hostname()
 	}
 	return &k8seventsExporter{cfg: cfg, logger: set.Logger, telemetry: tb, instance: k8sevent.Truncate(instance, k8sevent.MaxFieldBytes),
-		logRate: ratelog.New[string](time.Minute), forbiddenLog: newNamespaceLog(time.Minute)}, nil
+		logRate: ratelog.New[string](time.Minute), forbiddenLog: newNamespaceLog(time.Minute),
+		stop: make(chan struct{}), id: set.ID}, nil
 }
 
-func (e *k8seventsExporter) start(ctx context.Context, _ component.Host) error {
+func (e *k8seventsExporter) start(ctx context.Context, host component.Host) error {
+	if e.cfg.persistentQueue() {
+		if err := e.openProbe(ctx, host); err != nil {
+			return fmt.Errorf("k8sevents exporter: %w", err)
+		}
+	}
 	cs, err := e.cfg.Clientset(e.cfg.QPS, e.cfg.Burst)
 	if err != nil {
 		return fmt.Errorf("k8sevents exporter: %w", err)
 	}
 	api := e.cfg.API
 	if api == apiAuto {
-		api = k8sevent.APICoreV1
-		if _, err := cs.Discovery().ServerResourcesForGroupVersion(k8sevent.APIEventsV1); err == nil {
-			api = k8sevent.APIEventsV1
+		// core/v1 only where the server says it has no events.k8s.io/v1
+		// (before Kubernetes 1.19): a server that cannot answer now (down,
+		// starting) must not make this collector write the other API than
+		// its peers and its previous runs, whose objects hold their counts in
+		// series.count, not in the core/v1 count.
+		api = k8sevent.APIEventsV1
+		if _, err := cs.Discovery().ServerResourcesForGroupVersion(k8sevent.APIEventsV1); apierrors.IsNotFound(err) {
+			api = k8sevent.APICoreV1
 		}
 	}
 	e.w = newWriter(cs, api, e.cfg)
@@ -85,16 +101,20 @@ func (e *k8seventsExporter) start(ctx context.Context, _ component.Host) error {
 // stop waiting for their retries (and, with a persistent queue, every
 // record not in flight is handed back to it).
 func (e *k8seventsExporter) stopping() {
+	e.stopOnce.Do(func() { close(e.stop) })
 	if e.disp != nil {
 		e.disp.stop()
 	}
 }
 
-func (e *k8seventsExporter) shutdown(context.Context) error {
+func (e *k8seventsExporter) shutdown(ctx context.Context) error {
 	if e.disp != nil {
 		e.disp.close()
 	}
 	e.telemetry.Shutdown()
+	if e.probe != nil {
+		return e.probe.Close(ctx)
+	}
 	return nil
 }
 

@@ -12,7 +12,7 @@ import (
 )
 
 // tap sits in front of an eventseries processor and notes, for each batch
-// it took, when each record's key arrived: a series can end only where its
+// handed to it, when each record's key arrived: a series can end only where its
 // records reached the processor further apart than series.finish_after,
 // which is what the one-object-per-series property is held to.
 type tap struct {
@@ -35,11 +35,10 @@ func (t tap) ConsumeLogs(ctx context.Context, ld plog.Logs) error {
 			}
 		}
 	}
-	err := t.next.ConsumeLogs(ctx, ld) // the processor owns ld from here
-	if err == nil {
-		t.w.ledger.arrived(keys, time.Now(), t.finishAfter)
-	}
-	return err
+	// Noted whatever the answer: a batch the processor logged and then
+	// crashed before answering is counted when the log replays.
+	t.w.ledger.arrived(keys, time.Now(), t.finishAfter)
+	return t.next.ConsumeLogs(ctx, ld) // the processor owns ld from here
 }
 
 // seriesBound is how many series the records of one key can have made: one,

@@ -1,0 +1,84 @@
+package k8seventexporter // import "github.com/k8sevents/otel-k8sevents/exporter/k8seventexporter"
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"go.opentelemetry.io/collector/component"
+	"go.opentelemetry.io/collector/extension/xextension/storage"
+	"go.opentelemetry.io/collector/pdata/plog"
+	"go.uber.org/zap"
+)
+
+// A queue that refuses a batch makes the processor send it again, to every
+// consumer of a fanout, on every retry. The sending queue blocks when full
+// (block_on_overflow must be true), so with a storage it refuses only when
+// its storage refuses the write. Then the exporter waits, as a full queue
+// makes its caller wait, until the storage takes a write of its own (a
+// probe key in a client of its own), and offers the batch again. A failed
+// offer leaves nothing in the queue but its size, which exporterhelper
+// counts until the queue is next empty: offering only once the storage
+// works again keeps that to one batch per outage, not one per retry.
+
+const (
+	offerRetryFirst = 100 * time.Millisecond
+	offerRetryMax   = 5 * time.Second
+)
+
+// ConsumeLogs hands ld to exporterhelper's queue, waiting while its storage
+// refuses it.
+func (s stoppingFirst) ConsumeLogs(ctx context.Context, ld plog.Logs) error {
+	for {
+		err := s.Logs.ConsumeLogs(ctx, ld)
+		if err == nil || s.e.probe == nil {
+			return err
+		}
+		if s.e.logRate.Allow("queue storage", time.Now()) {
+			s.e.logger.Error("The sending queue cannot keep a batch (its storage refuses writes): waiting for it (logged once a minute)",
+				zap.Error(err))
+		}
+		if werr := s.e.waitForStorage(ctx); werr != nil {
+			return fmt.Errorf("offer to the sending queue: %w (%w)", err, werr)
+		}
+	}
+}
+
+// waitForStorage returns once the queue's storage takes a write again, or
+// with an error once ctx ends or the exporter stops.
+func (e *k8seventsExporter) waitForStorage(ctx context.Context) error {
+	wait := offerRetryFirst
+	for {
+		timer := time.NewTimer(wait)
+		select {
+		case <-timer.C:
+		case <-ctx.Done():
+			timer.Stop()
+			return ctx.Err()
+		case <-e.stop:
+			timer.Stop()
+			return errors.New("the exporter stops")
+		}
+		err := e.probe.Set(ctx, "probe", []byte{1})
+		if err == nil {
+			return nil
+		}
+		wait = min(2*wait, offerRetryMax)
+	}
+}
+
+// openProbe opens the client waitForStorage writes to, on the persistent
+// queue's storage extension.
+func (e *k8seventsExporter) openProbe(ctx context.Context, host component.Host) error {
+	ext, ok := host.GetExtensions()[*e.cfg.Queue.Get().StorageID].(storage.Extension)
+	if !ok {
+		return nil // exporterhelper's start names what is missing
+	}
+	probe, err := ext.GetClient(ctx, component.KindExporter, e.id, "storage_probe")
+	if err != nil {
+		return fmt.Errorf("open the sending queue's storage: %w", err)
+	}
+	e.probe = probe
+	return nil
+}
