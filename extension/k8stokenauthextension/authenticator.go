@@ -61,7 +61,7 @@ func newAuthenticatorWithClock(set extension.Settings, cfg *Config, now func() t
 		return nil, fmt.Errorf("k8stokenauth telemetry: %w", err)
 	}
 	return &authenticator{cfg: cfg, telemetry: tb, now: now,
-		cache: reviewcache.New[[sha256.Size]byte, verdict](cfg.Cache.MaxEntries, now)}, nil
+		cache: reviewcache.New[[sha256.Size]byte, verdict](cfg.Cache.MaxEntries, cfg.Timeout, now)}, nil
 }
 
 func (a *authenticator) Start(context.Context, component.Host) error {

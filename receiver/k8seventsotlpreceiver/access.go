@@ -43,8 +43,8 @@ type access struct {
 	telemetry *metadata.TelemetryBuilder
 }
 
-func newAccess(client kubernetes.Interface, cfg reviewcache.Config, tb *metadata.TelemetryBuilder, now func() time.Time) *access {
-	return &access{client: client, cfg: cfg, telemetry: tb, cache: reviewcache.New[accessKey, bool](cfg.MaxEntries, now)}
+func newAccess(client kubernetes.Interface, cfg reviewcache.Config, timeout time.Duration, tb *metadata.TelemetryBuilder, now func() time.Time) *access {
+	return &access{client: client, cfg: cfg, telemetry: tb, cache: reviewcache.New[accessKey, bool](cfg.MaxEntries, timeout, now)}
 }
 
 // mayCreate answers whether id may create Events in namespace; an error

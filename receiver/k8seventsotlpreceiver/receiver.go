@@ -47,7 +47,7 @@ func newReceiver(set receiver.Settings, cfg *Config, next consumer.Logs) (*otlpR
 	}
 	r := &otlpReceiver{cfg: cfg, set: set, next: next, telemetry: tb, budgets: newBudgets(cfg.PerClient),
 		cluster: k8sevent.Cluster{Name: cfg.ClusterName, UID: cfg.ClusterUID}, now: time.Now}
-	r.access = newAccess(nil, cfg.Cache, tb, func() time.Time { return r.now() })
+	r.access = newAccess(nil, cfg.Cache, cfg.Timeout, tb, func() time.Time { return r.now() })
 	for transport, obs := range map[string]**receiverhelper.ObsReport{"grpc": &r.obsGRPC, "http": &r.obsHTTP} {
 		if *obs, err = receiverhelper.NewObsReport(receiverhelper.ObsReportSettings{ReceiverID: set.ID, Transport: transport, ReceiverCreateSettings: set}); err != nil {
 			return nil, err
