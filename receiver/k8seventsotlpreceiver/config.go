@@ -38,6 +38,15 @@ type Config struct {
 	// through, deny_ttl how long a Role granted is not yet seen.
 	Cache reviewcache.Config `mapstructure:"cache"`
 
+	// MaxConnections: connections each listener (grpc, http) keeps open
+	// at once; past it, a new one waits to be accepted. With
+	// max_concurrent_streams and the message size cap, it bounds what
+	// the receiver holds read but not yet decoded.
+	MaxConnections int `mapstructure:"max_connections"`
+	// MaxConcurrentDecodes: requests decoded at once, across connections
+	// and protocols; the others wait (until their deadline).
+	MaxConcurrentDecodes int `mapstructure:"max_concurrent_decodes"`
+
 	// PerClient limits each authenticated client's records.
 	PerClient PerClientConfig `mapstructure:"per_client"`
 
@@ -83,13 +92,15 @@ func createDefaultConfig() *Config {
 	http.NetAddr.Endpoint = "localhost:4318"
 	http.MaxRequestBodySize = 1 << 20
 	return &Config{
-		Protocols: Protocols{GRPC: configoptional.Default(grpc), HTTP: configoptional.Default(http)},
-		Config:    k8sclient.Config{AuthType: k8sclient.AuthServiceAccount},
-		Timeout:   5 * time.Second,
-		QPS:       50,
-		Burst:     100,
-		Cache:     reviewcache.Config{MaxEntries: 10000, AllowTTL: 5 * time.Minute, DenyTTL: 30 * time.Second},
-		PerClient: PerClientConfig{RecordsPerSecond: 20, Burst: 200, MaxClients: 10000},
+		Protocols:            Protocols{GRPC: configoptional.Default(grpc), HTTP: configoptional.Default(http)},
+		Config:               k8sclient.Config{AuthType: k8sclient.AuthServiceAccount},
+		Timeout:              5 * time.Second,
+		MaxConnections:       1024,
+		MaxConcurrentDecodes: 8,
+		QPS:                  50,
+		Burst:                100,
+		Cache:                reviewcache.Config{MaxEntries: 10000, AllowTTL: 5 * time.Minute, DenyTTL: 30 * time.Second},
+		PerClient:            PerClientConfig{RecordsPerSecond: 20, Burst: 200, MaxClients: 10000},
 	}
 }
 
@@ -111,6 +122,12 @@ func (cfg *Config) Validate() error {
 	}
 	if cfg.QPS <= 0 || cfg.Burst < 1 {
 		errs = append(errs, fmt.Errorf("qps, burst: must be positive, have %v and %d", cfg.QPS, cfg.Burst))
+	}
+	if cfg.MaxConnections < 1 {
+		errs = append(errs, fmt.Errorf("max_connections: must be positive, have %d", cfg.MaxConnections))
+	}
+	if cfg.MaxConcurrentDecodes < 1 {
+		errs = append(errs, fmt.Errorf("max_concurrent_decodes: must be positive, have %d", cfg.MaxConcurrentDecodes))
 	}
 	errs = append(errs, cfg.Cache.Validate())
 	if cfg.PerClient.RecordsPerSecond <= 0 {

@@ -10,7 +10,6 @@ import (
 
 	"go.opentelemetry.io/collector/client"
 	"go.opentelemetry.io/collector/consumer/consumererror"
-	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/plog"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
@@ -27,6 +26,13 @@ import (
 const (
 	reasonForbidden = "forbidden"
 	reasonInvalid   = "invalid"
+)
+
+// Why a request is refused whole before its records are read (the
+// refused_requests metric's reason).
+const (
+	reasonNoToken = "no_token"
+	reasonTooDeep = "too_deep"
 )
 
 // maxNamedNamespaces: forbidden namespaces named in a partial success
@@ -57,9 +63,9 @@ func (r *refusals) message(total int) string {
 }
 
 // consume takes one request's records: the caller's identity, its budget,
-// each record's namespace authorized for it; the records it may not write
-// are removed from ld and answered in refusals, the rest stamped with
-// their origin and passed on. An error refuses the whole request (a gRPC
+// each record's namespace authorized for it; the records it may write are
+// passed on re-encoded from their Events (see forward), the others
+// answered in refusals. An error refuses the whole request (a gRPC
 // status): nothing was passed on.
 func (r *otlpReceiver) consume(ctx context.Context, ld plog.Logs) (refusals, error) {
 	id, ok := k8sauth.FromAuth(client.FromContext(ctx).Auth)
@@ -75,38 +81,29 @@ func (r *otlpReceiver) consume(ctx context.Context, ld plog.Logs) (refusals, err
 		r.telemetry.ReceiverK8seventsotlpThrottledRequests.Add(ctx, 1)
 		return out, throttled(wait)
 	}
-	namespaces := recordNamespaces(ld)
-	allowed, err := r.authorize(ctx, &id, namespaces)
+	records := decodeRecords(ld)
+	allowed, err := r.authorize(ctx, &id, namespacesOf(records))
 	if err != nil {
 		return out, status.Error(codes.Unavailable, "k8seventsotlp: cannot authorize the records now: "+err.Error())
 	}
-	i := 0
-	ld.ResourceLogs().RemoveIf(func(rl plog.ResourceLogs) bool {
-		k8sevent.ClearOrigin(rl.Resource().Attributes())
-		rl.ScopeLogs().RemoveIf(func(sl plog.ScopeLogs) bool {
-			sl.LogRecords().RemoveIf(func(lr plog.LogRecord) bool {
-				ns := namespaces[i]
-				i++
-				switch {
-				case ns == "":
-					out.invalid++
-					return true
-				case !allowed[ns]:
-					out.forbidden++
-					if len(out.namespaces) < maxNamedNamespaces && !slices.Contains(out.namespaces, ns) {
-						out.namespaces = append(out.namespaces, ns)
-					}
-					return true
-				}
-				k8sevent.PutOrigin(lr.Attributes(), id.Username, r.cluster)
-				return false
-			})
-			return sl.LogRecords().Len() == 0
-		})
-		return rl.ScopeLogs().Len() == 0
-	})
-	if ld.LogRecordCount() > 0 {
-		if err := r.next.ConsumeLogs(ctx, ld); err != nil {
+	fwd := plog.NewLogs()
+	lrs := fwd.ResourceLogs().AppendEmpty().ScopeLogs().AppendEmpty().LogRecords()
+	for i := range records {
+		rec := &records[i]
+		switch {
+		case rec.ns == "":
+			out.invalid++
+		case !allowed[rec.ns]:
+			out.forbidden++
+			if len(out.namespaces) < maxNamedNamespaces && !slices.Contains(out.namespaces, rec.ns) {
+				out.namespaces = append(out.namespaces, rec.ns)
+			}
+		default:
+			r.forward(rec, id.Username, lrs.AppendEmpty())
+		}
+	}
+	if lrs.Len() > 0 {
+		if err := r.next.ConsumeLogs(ctx, fwd); err != nil {
 			// The sender retries the whole request: its refusals are
 			// counted when it is taken.
 			return out, nextError(err)
@@ -117,29 +114,48 @@ func (r *otlpReceiver) consume(ctx context.Context, ld plog.Logs) (refusals, err
 	return out, nil
 }
 
-// recordNamespaces is each record's Event namespace in ld's order, ""
-// for a record that holds no Event an exporter could write.
-func recordNamespaces(ld plog.Logs) []string {
-	out := make([]string, 0, ld.LogRecordCount())
+// record is one record's Event as decoded, and the namespace an exporter
+// would write it in ("": no Event, or one that cannot be made valid).
+type record struct {
+	ev k8sevent.Event
+	ns string
+}
+
+// decodeRecords decodes each record of ld, in order.
+func decodeRecords(ld plog.Logs) []record {
+	out := make([]record, 0, ld.LogRecordCount())
 	for _, rl := range ld.ResourceLogs().All() {
 		for _, sl := range rl.ScopeLogs().All() {
 			for _, lr := range sl.LogRecords().All() {
-				out = append(out, eventNamespace(rl.Resource(), lr))
+				var rec record
+				var found bool
+				rec.ev, _, found = k8sevent.Decode(rl.Resource(), lr, k8sevent.DecodeOptions{})
+				if found {
+					rec.ns = eventNamespace(rec.ev)
+				}
+				out = append(out, rec)
 			}
 		}
 	}
 	return out
 }
 
-// eventNamespace is the namespace an exporter writes lr's Event in: the
-// k8sevents exporter repairs a record with k8sevent.Sanitize first, as
-// here, and writes it in its ObjectNamespace. "": no Event, or one that
-// cannot be made valid.
-func eventNamespace(res pcommon.Resource, lr plog.LogRecord) string {
-	ev, _, found := k8sevent.Decode(res, lr, k8sevent.DecodeOptions{SkipTimes: true})
-	if !found {
-		return ""
+// namespacesOf is the distinct namespaces of records, in their order.
+func namespacesOf(records []record) []string {
+	var out []string
+	for i := range records {
+		if ns := records[i].ns; ns != "" && !slices.Contains(out, ns) {
+			out = append(out, ns)
+		}
 	}
+	return out
+}
+
+// eventNamespace is the namespace an exporter writes ev in: the
+// k8sevents exporter repairs a record with k8sevent.Sanitize first, as
+// here, and writes it in its ObjectNamespace. "": an Event that cannot be
+// made valid.
+func eventNamespace(ev k8sevent.Event) string {
 	if _, fatal := k8sevent.Sanitize(&ev, time.Time{}); fatal != 0 {
 		return ""
 	}
@@ -164,6 +180,10 @@ func (r *otlpReceiver) authorize(ctx context.Context, id *k8sauth.Identity, name
 		allowed[ns] = ok
 	}
 	return allowed, nil
+}
+
+func (r *otlpReceiver) refusedRequest(ctx context.Context, reason string) {
+	r.telemetry.ReceiverK8seventsotlpRefusedRequests.Add(ctx, 1, metric.WithAttributeSet(attribute.NewSet(attribute.String("reason", reason))))
 }
 
 func (r *otlpReceiver) countRefused(ctx context.Context, reason string, n int) {

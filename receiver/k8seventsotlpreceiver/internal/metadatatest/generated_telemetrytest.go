@@ -53,6 +53,22 @@ func AssertEqualReceiverK8seventsotlpRefusedRecords(t *testing.T, tt *componentt
 	metricdatatest.AssertEqual(t, want, got, opts...)
 }
 
+func AssertEqualReceiverK8seventsotlpRefusedRequests(t *testing.T, tt *componenttest.Telemetry, dps []metricdata.DataPoint[int64], opts ...metricdatatest.Option) {
+	want := metricdata.Metrics{
+		Name:        "otelcol_receiver_k8seventsotlp_refused_requests",
+		Description: "Requests refused whole before their records were read, by attribute reason: no_token (a gRPC call without a bearer token, refused at its headers), too_deep (attribute values nested deeper than the contract needs). [Alpha]",
+		Unit:        "{requests}",
+		Data: metricdata.Sum[int64]{
+			Temporality: metricdata.CumulativeTemporality,
+			IsMonotonic: true,
+			DataPoints:  dps,
+		},
+	}
+	got, err := tt.GetMetric("otelcol_receiver_k8seventsotlp_refused_requests")
+	require.NoError(t, err)
+	metricdatatest.AssertEqual(t, want, got, opts...)
+}
+
 func AssertEqualReceiverK8seventsotlpThrottledRequests(t *testing.T, tt *componenttest.Telemetry, dps []metricdata.DataPoint[int64], opts ...metricdatatest.Option) {
 	want := metricdata.Metrics{
 		Name:        "otelcol_receiver_k8seventsotlp_throttled_requests",
