@@ -1,6 +1,8 @@
 package sim
 
 import (
+	"encoding/base64"
+	"fmt"
 	"strings"
 
 	"go.opentelemetry.io/collector/pdata/plog"
@@ -25,4 +27,14 @@ func recordController(lr plog.LogRecord, ev *k8sevent.Event) string {
 		return "example.com/" + name // appEvent's controller
 	}
 	return client
+}
+
+// appToken is app name's bearer token: shaped as the API server issues
+// one (a JWT for the collector's audience, with an exp), since
+// k8stokenauth refuses anything else before it asks; the model decides,
+// as the API server does, whether it is valid and until when.
+func appToken(name string) string {
+	enc := base64.RawURLEncoding.EncodeToString
+	payload := fmt.Sprintf(`{"iss":"https://apimodel.invalid","aud":[%q],"exp":4102444800,"sub":%q}`, otlpAudience, appUserPrefix+name)
+	return enc([]byte(`{"alg":"RS256","typ":"JWT"}`)) + "." + enc([]byte(payload)) + "." + enc([]byte("sim:"+name))
 }
