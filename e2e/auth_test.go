@@ -73,7 +73,8 @@ func TestAuthIngestion(t *testing.T) {
 			assert.Equal(t, http.StatusUnauthorized, code, "http, %s", name)
 		}
 		m := c.scrape(t)
-		assert.Equal(t, 2.0, m.Sum(authRefusals, "reason=missing"))
+		assert.Equal(t, 1.0, m.Sum(authRefusals, "reason=missing"), "http: the authenticator refuses")
+		assert.Equal(t, 1.0, m.Sum("otelcol_receiver_k8seventsotlp_refused_requests", "reason=no_token"), "grpc: refused at the stream's headers")
 		assert.Equal(t, 4.0, m.Sum(authRefusals, "reason=invalid"))
 	})
 
