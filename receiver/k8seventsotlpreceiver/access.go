@@ -65,6 +65,18 @@ func (a *access) mayCreate(ctx context.Context, id *k8sauth.Identity, key, names
 	return allowed, err
 }
 
+// uncached is how many of namespaces have no answer for the identity of
+// key in the cache: the reviews a request will cost.
+func (a *access) uncached(key string, namespaces []string) int {
+	n := 0
+	for _, ns := range namespaces {
+		if _, ok := a.cache.Until(accessKey{key, ns}); !ok {
+			n++
+		}
+	}
+	return n
+}
+
 func (a *access) review(ctx context.Context, id *k8sauth.Identity, namespace, group string) (bool, error) {
 	if a.client == nil {
 		return false, errors.New("not started")

@@ -24,8 +24,10 @@ import (
 
 // Why a record is refused (the refused_records metric's reason).
 const (
-	reasonForbidden = "forbidden"
-	reasonInvalid   = "invalid"
+	reasonForbidden   = "forbidden"
+	reasonInvalid     = "invalid"
+	reasonNoNamespace = "no_namespace"
+	reasonNamespaces  = "too_many_namespaces"
 )
 
 // Why a request is refused whole before its records are read (the
@@ -41,13 +43,15 @@ const maxNamedNamespaces = 3
 
 // refusals are one request's records refused for good.
 type refusals struct {
-	client     string
-	forbidden  int
-	invalid    int
-	namespaces []string // forbidden ones, at most maxNamedNamespaces
+	client      string
+	forbidden   int
+	invalid     int
+	noNamespace int      // in a namespace that does not exist
+	overCap     int      // in namespaces past max_namespaces_per_request
+	namespaces  []string // forbidden ones, at most maxNamedNamespaces
 }
 
-func (r *refusals) count() int { return r.forbidden + r.invalid }
+func (r *refusals) count() int { return r.forbidden + r.invalid + r.noNamespace + r.overCap }
 
 // message is the partial success's error_message: what was refused, why.
 func (r *refusals) message(total int) string {
@@ -58,6 +62,12 @@ func (r *refusals) message(total int) string {
 	}
 	if r.invalid > 0 {
 		parts = append(parts, fmt.Sprintf("%d invalid (no Kubernetes Event that could be written)", r.invalid))
+	}
+	if r.noNamespace > 0 {
+		parts = append(parts, fmt.Sprintf("%d in a namespace that does not exist", r.noNamespace))
+	}
+	if r.overCap > 0 {
+		parts = append(parts, fmt.Sprintf("%d in namespaces past the request's first max_namespaces_per_request", r.overCap))
 	}
 	return fmt.Sprintf("k8seventsotlp: %d of %d records refused: %s", r.count(), total, strings.Join(parts, "; "))
 }
@@ -77,13 +87,20 @@ func (r *otlpReceiver) consume(ctx context.Context, ld plog.Logs) (refusals, err
 	if total == 0 {
 		return out, nil
 	}
-	if wait, ok := r.budgets.take(id.Username, total, r.now()); !ok {
+	records := decodeRecords(ld)
+	r.screen(records)
+	namespaces := namespacesOf(records)
+	key := identityKey(&id)
+	// Each review not answered from the cache is charged too: a client
+	// naming namespaces it is not known in pays for the reviews it costs.
+	cost := total + r.access.uncached(key, namespaces)*r.cfg.PerClient.ReviewCost
+	if wait, ok := r.budgets.take(id.Username, cost, r.now()); !ok {
 		r.telemetry.ReceiverK8seventsotlpThrottledRequests.Add(ctx, 1)
 		return out, throttled(wait)
 	}
-	records := decodeRecords(ld)
-	allowed, err := r.authorize(ctx, &id, namespacesOf(records))
+	allowed, err := r.authorize(ctx, &id, key, namespaces)
 	if err != nil {
+		r.budgets.give(id.Username, cost) // the sender retries it: charged then
 		return out, status.Error(codes.Unavailable, "k8seventsotlp: cannot authorize the records now: "+err.Error())
 	}
 	fwd := plog.NewLogs()
@@ -91,8 +108,12 @@ func (r *otlpReceiver) consume(ctx context.Context, ld plog.Logs) (refusals, err
 	for i := range records {
 		rec := &records[i]
 		switch {
-		case rec.ns == "":
+		case rec.refusal == reasonInvalid:
 			out.invalid++
+		case rec.refusal == reasonNoNamespace:
+			out.noNamespace++
+		case rec.refusal == reasonNamespaces:
+			out.overCap++
 		case !allowed[rec.ns]:
 			out.forbidden++
 			if len(out.namespaces) < maxNamedNamespaces && !slices.Contains(out.namespaces, rec.ns) {
@@ -105,20 +126,46 @@ func (r *otlpReceiver) consume(ctx context.Context, ld plog.Logs) (refusals, err
 	if lrs.Len() > 0 {
 		if err := r.next.ConsumeLogs(ctx, fwd); err != nil {
 			// The sender retries the whole request: its refusals are
-			// counted when it is taken.
+			// counted, and its budget charged, when it is taken.
+			r.budgets.give(id.Username, cost)
 			return out, nextError(err)
 		}
 	}
 	r.countRefused(ctx, reasonForbidden, out.forbidden)
 	r.countRefused(ctx, reasonInvalid, out.invalid)
+	r.countRefused(ctx, reasonNoNamespace, out.noNamespace)
+	r.countRefused(ctx, reasonNamespaces, out.overCap)
 	return out, nil
 }
 
-// record is one record's Event as decoded, and the namespace an exporter
-// would write it in ("": no Event, or one that cannot be made valid).
+// record is one record's Event as decoded, the namespace an exporter
+// would write it in ("": no Event, or one that cannot be made valid), and
+// why it is refused before any review ("": it is not).
 type record struct {
-	ev k8sevent.Event
-	ns string
+	ev      k8sevent.Event
+	ns      string
+	refusal string
+}
+
+// screen refuses, before any review, the records that cannot be written
+// (invalid), those in a namespace that does not exist, and those in
+// namespaces past the request's first max_namespaces_per_request.
+func (r *otlpReceiver) screen(records []record) {
+	seen := map[string]bool{}
+	for i := range records {
+		rec := &records[i]
+		switch {
+		case rec.ns == "":
+			rec.refusal = reasonInvalid
+		case seen[rec.ns]:
+		case r.namespaces.missing(rec.ns):
+			rec.refusal = reasonNoNamespace
+		case len(seen) >= r.cfg.MaxNamespacesPerRequest:
+			rec.refusal = reasonNamespaces
+		default:
+			seen[rec.ns] = true
+		}
+	}
 }
 
 // decodeRecords decodes each record of ld, in order.
@@ -140,11 +187,12 @@ func decodeRecords(ld plog.Logs) []record {
 	return out
 }
 
-// namespacesOf is the distinct namespaces of records, in their order.
+// namespacesOf is the distinct namespaces of the records not refused, in
+// their order (at most max_namespaces_per_request).
 func namespacesOf(records []record) []string {
 	var out []string
 	for i := range records {
-		if ns := records[i].ns; ns != "" && !slices.Contains(out, ns) {
+		if ns := records[i].ns; records[i].refusal == "" && !slices.Contains(out, ns) {
 			out = append(out, ns)
 		}
 	}
@@ -164,10 +212,9 @@ func eventNamespace(ev k8sevent.Event) string {
 
 // authorize asks, for each distinct namespace, whether id may create
 // Events there, within the configured timeout.
-func (r *otlpReceiver) authorize(ctx context.Context, id *k8sauth.Identity, namespaces []string) (map[string]bool, error) {
+func (r *otlpReceiver) authorize(ctx context.Context, id *k8sauth.Identity, key string, namespaces []string) (map[string]bool, error) {
 	ctx, cancel := context.WithTimeout(ctx, r.cfg.Timeout)
 	defer cancel()
-	key := identityKey(id)
 	allowed := map[string]bool{}
 	for _, ns := range namespaces {
 		if _, done := allowed[ns]; done || ns == "" {

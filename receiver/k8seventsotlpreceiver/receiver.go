@@ -27,14 +27,15 @@ import (
 )
 
 type otlpReceiver struct {
-	cfg       *Config
-	set       receiver.Settings
-	next      consumer.Logs
-	telemetry *metadata.TelemetryBuilder
-	budgets   *budgets
-	access    *access // its client is set by Start
-	cluster   k8sevent.Cluster
-	now       func() time.Time
+	cfg        *Config
+	set        receiver.Settings
+	next       consumer.Logs
+	telemetry  *metadata.TelemetryBuilder
+	budgets    *budgets
+	access     *access     // its client is set by Start
+	namespaces *namespaces // set by Start
+	cluster    k8sevent.Cluster
+	now        func() time.Time
 
 	// decodes holds a token for each request being decoded, across
 	// connections and protocols: a decoded request takes several times its
@@ -70,6 +71,9 @@ func (r *otlpReceiver) Start(ctx context.Context, host component.Host) error {
 		return fmt.Errorf("k8seventsotlp: %w", err)
 	}
 	r.access.client = cs
+	syncCtx, cancel := context.WithTimeout(ctx, r.cfg.Timeout)
+	r.namespaces = watchNamespaces(syncCtx, cs, r.set.Logger)
+	cancel()
 	if err := r.startGRPC(ctx, host); err != nil {
 		return err
 	}
@@ -158,6 +162,7 @@ func (r *otlpReceiver) Shutdown(ctx context.Context) error {
 		r.serverGRPC.GracefulStop()
 	}
 	r.wg.Wait()
+	r.namespaces.shutdown()
 	r.telemetry.Shutdown()
 	return err
 }

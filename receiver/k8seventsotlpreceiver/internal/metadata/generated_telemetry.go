@@ -69,7 +69,7 @@ func NewTelemetryBuilder(settings component.TelemetrySettings, options ...Teleme
 	errs = errors.Join(errs, err)
 	builder.ReceiverK8seventsotlpRefusedRecords, err = builder.meter.Int64Counter(
 		"otelcol_receiver_k8seventsotlp_refused_records",
-		metric.WithDescription("Records dropped for good and reported in partial success, by attribute reason: forbidden (the caller may not create Events in the record's namespace), invalid (not an Event an exporter could write). [Alpha]"),
+		metric.WithDescription("Records dropped for good and reported in partial success, by attribute reason: forbidden (the caller may not create Events in the record's namespace), invalid (not an Event an exporter could write), no_namespace (in a namespace that does not exist, refused before any review), too_many_namespaces (in namespaces past the request's first max_namespaces_per_request, unreviewed). [Alpha]"),
 		metric.WithUnit("{records}"),
 	)
 	errs = errors.Join(errs, err)

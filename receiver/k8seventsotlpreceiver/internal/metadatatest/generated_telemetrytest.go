@@ -40,7 +40,7 @@ func AssertEqualReceiverK8seventsotlpAccessReviews(t *testing.T, tt *componentte
 func AssertEqualReceiverK8seventsotlpRefusedRecords(t *testing.T, tt *componenttest.Telemetry, dps []metricdata.DataPoint[int64], opts ...metricdatatest.Option) {
 	want := metricdata.Metrics{
 		Name:        "otelcol_receiver_k8seventsotlp_refused_records",
-		Description: "Records dropped for good and reported in partial success, by attribute reason: forbidden (the caller may not create Events in the record's namespace), invalid (not an Event an exporter could write). [Alpha]",
+		Description: "Records dropped for good and reported in partial success, by attribute reason: forbidden (the caller may not create Events in the record's namespace), invalid (not an Event an exporter could write), no_namespace (in a namespace that does not exist, refused before any review), too_many_namespaces (in namespaces past the request's first max_namespaces_per_request, unreviewed). [Alpha]",
 		Unit:        "{records}",
 		Data: metricdata.Sum[int64]{
 			Temporality: metricdata.CumulativeTemporality,
