@@ -5,7 +5,7 @@ PKGS    := ./...
 # Tests that need a real API server find the binaries here.
 export KUBETEST_BIN_DIR := $(BIN)
 
-.PHONY: all build test test-e2e test-race test-race-rest test-pure test-modules lint bench fuzz apiserver generate streams run otelcol image deploy
+.PHONY: all build test test-e2e test-race test-race-rest test-pure test-sim test-modules lint bench fuzz sim apiserver generate streams run otelcol image deploy
 
 all: build
 
@@ -17,9 +17,9 @@ build:
 ## packages' tests and the other Go modules' tests.
 ## The API server and etcd build beside lint, the distribution after them (test-deps); the tests start once all
 ## of it is there.
-## The other Go modules: recorder, tools/image and tools/helm have tests, run in test-modules; tools/mdatagen and
-## tools/kube only pin tools (no package, no test): lint's go generate builds and runs mdatagen through
-## tools/mdatagen/go.mod, apiserver builds kube-apiserver and etcd through tools/kube
+## The other Go modules: recorder, tools/image, tools/helm and tools/operator have tests, run in test-modules;
+## tools/mdatagen and tools/kube only pin tools (no package, no test): lint's go generate builds and runs mdatagen
+## through tools/mdatagen/go.mod, apiserver builds kube-apiserver and etcd through tools/kube
 ## (internal/harness TestEveryModuleIsCoveredByMakeTest).
 ## The jobs run under kubepool (internal/harness/kubepool): POOL_SERVERS API servers that tests asking for a default
 ## one lease in turn, each reset to its first state, instead of starting their own: a start costs more CPU than a reset.
@@ -58,7 +58,7 @@ test-race:
 ## The demo's tests wait on storms paced in real time (minutes, little CPU) and hold one lane; the other lane runs the
 ## rest (each seconds to a minute) meanwhile, so that none of them is left for the end of make test.
 DEMO_PKG := cmd/k8sevents-demo
-REST_PKGS = $(shell $(GO) list $(PKGS) | grep -vx $(foreach p,e2e $(DEMO_PKG) $(SLOW_PKGS) $(PURE_PKGS),-e '$(MODULE)/$(p)'))
+REST_PKGS = $(shell $(GO) list $(PKGS) | grep -vx $(foreach p,e2e $(DEMO_PKG) $(SLOW_PKGS) $(PURE_PKGS) $(SIM_PKG),-e '$(MODULE)/$(p)'))
 test-race-rest:
 	$(GO) test -race -vet=off -ldflags=-w -p 2 -parallel 3 -count=1 -timeout 30m -skip '^($(REPLAY_TESTS))$$' \
 		$(MODULE)/$(DEMO_PKG) $(REST_PKGS)
@@ -75,6 +75,16 @@ REPLAY_TESTS := TestSpamFilterReport|TestWriteCountReport|TestStreamsGolden|Test
 test-pure:
 	$(NORACE) -count=1 -timeout 30m $(addprefix ./,$(PURE_PKGS))
 	$(NORACE) -count=1 -timeout 30m -run '^($(REPLAY_TESTS))$$' ./processor/eventseriesprocessor
+	$(MAKE) --no-print-directory test-sim
+
+## test-sim: the fault simulator (docs/simulator.md): every kept schedule, and SIM_SCHEDULES generated ones, a third
+## of them per shape. Without the race detector: it runs whole pipelines on virtual time, which the race detector would
+## make several times slower, and the components it runs are race-tested in their own packages (make sim RACE=1 runs
+## it with it).
+SIM_PKG := internal/harness/sim
+SIM_SCHEDULES ?= 1002
+test-sim:
+	$(NORACE) -count=1 -timeout 10m -run '^TestSim(Kept|Schedules)$$' ./$(SIM_PKG) -args -rapid.checks=$$(( $(SIM_SCHEDULES) / 3 ))
 
 ## test-modules: the other Go modules' tests, under the race detector; -vet=off and -ldflags=-w as in test-race
 ## (lint vets every module with every analyzer).
@@ -82,6 +92,7 @@ test-modules:
 	cd recorder && $(GO) test -race -vet=off -ldflags=-w -count=1 -timeout 10m .  # ./example has no tests: vet and e2e/recorder_test.go build it
 	cd tools/image && GOWORK=off $(GO) test -race -vet=off -ldflags=-w -count=1 -timeout 5m .  # make image's builder; e2e/image_test.go checks its image
 	cd tools/helm && GOWORK=off $(GO) test -race -vet=off -ldflags=-w -count=1 -timeout 10m .  # the Helm chart: deploy/ is its output; installed on a real API server
+	cd tools/operator && GOWORK=off $(GO) test -race -vet=off -ldflags=-w -count=1 -timeout 5m .  # deploy/operator against the Operator's API types and the built distribution
 
 # test-deps: what make test needs before its tests, two jobs at a time. The API server and the distribution
 # share most of their packages (tools/kube requires the distribution's versions, docs/versions.md), so the
@@ -95,7 +106,7 @@ test-deps:
 kubepool:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags=-w -o $(BIN)/kubepool ./internal/harness/kubepool/run
 image-after-apiserver: apiserver otelcol-sources
-	$(MAKE) --no-print-directory image
+	$(MAKE) --no-print-directory image IMAGE_PLATFORMS=$(HOST_PLATFORM)
 lint-after-sources: otelcol-sources
 	$(MAKE) --no-print-directory lint
 otelcol-sources: $(BIN)/builder
@@ -118,6 +129,7 @@ lint:
 	cd recorder && $(GO) vet -race ./...
 	cd tools/image && GOWORK=off $(GO) vet -race ./...
 	cd tools/helm && GOWORK=off $(GO) vet -race ./...
+	cd tools/operator && GOWORK=off $(GO) vet -race ./...
 
 ## bench: the processor's budget table (ratios to client-go's EventCorrelator in the same run,
 ## allocations, retained heap), the write-count and spam-filter reports per storm, the exporter's
@@ -134,11 +146,23 @@ bench: apiserver otelcol
 	$(GO) test -run XXX -bench 'BenchmarkFreshness|BenchmarkHostileFieldsPeakRSS|BenchmarkAuthFairness' -benchtime 1x -timeout 20m ./e2e/
 	$(GO) test -run XXX -bench BenchmarkAuthCost -benchtime 1x ./receiver/k8seventsotlpreceiver/
 
-## fuzz: a short coverage-guided run of every fuzz target (the seed corpora run in `make test`).
+## sim: a long run of the simulator: SEEDS generated schedules per shape and every kept one (RACE=1: under the race
+## detector). SCHEDULE=file replays one schedule, REPEAT times, with every component's log.
+SEEDS ?= 2000
+sim:
+ifdef SCHEDULE
+	SIM_SCHEDULE=$(abspath $(SCHEDULE)) SIM_REPEAT=$(REPEAT) SIM_LOG=1 $(GO) test -count=1 -v -run '^TestSimReplay$$' ./$(SIM_PKG)
+else
+	$(GO) test $(if $(RACE),-race) -count=1 -timeout 0 -run '^TestSim(Kept|Schedules)$$' ./$(SIM_PKG) -args -rapid.checks=$(SEEDS)
+endif
+
+## fuzz: a short coverage-guided run of every fuzz target (the seed corpora run in `make test`); FuzzSimSchedules drives
+## the simulator's schedule generator from the fuzzer's bytes, keeping the inputs that reach new code.
 fuzz:
 	$(GO) test -run XXX -fuzz FuzzDecode -fuzztime 60s ./internal/k8sevent/
 	$(GO) test -run XXX -fuzz FuzzConsumeLogs -fuzztime 60s ./processor/eventseriesprocessor/
 	$(GO) test -run XXX -fuzz FuzzRestore -fuzztime 60s ./processor/eventseriesprocessor/internal/engine/
+	$(GO) test -run XXX -fuzz FuzzSimSchedules -fuzztime 120s ./$(SIM_PKG)/
 
 ## apiserver: bin/kube-apiserver and bin/etcd built from the Go module proxy (skipped when present).
 apiserver:
@@ -151,10 +175,36 @@ otelcol: $(BIN)/builder
 	$(BIN)/builder --config builder-config.yaml
 	cp otelcol-k8sevents/otelcol-k8sevents $(BIN)/otelcol-k8sevents
 
-## image: bin/otelcol-k8sevents-image.tar, the distribution as an OCI image (also a docker-archive) built
-## without a container daemon by tools/image (go-containerregistry): docker load, podman load or crane push it.
+## image: bin/otelcol-k8sevents-image.tar, the distribution as an OCI image index of IMAGE_PLATFORMS, each image with
+## its SBOM (SPDX, from the binary's Go build information, attached as docker buildx attaches one), built without a
+## container daemon by tools/image (go-containerregistry); also a docker-archive of this machine's platform's image:
+## docker load, podman load it, or make push-image. This machine's platform is make otelcol's binary; the others are
+## cross-compiled from the sources ocb generated (otelcol-k8sevents/) with ocb's flags, into bin/<os>-<arch>/ (each
+## costs about what make otelcol did). The image's tag is the distribution's version (VERSION, builder-config.yaml).
+## make test builds this machine's platform alone (image-after-apiserver); tools/image's tests check a two-platform
+## index with small binaries.
+VERSION := $(shell sed -n 's/^  version: *//p' builder-config.yaml)
+IMAGE_PLATFORMS ?= linux/amd64 linux/arm64
+HOST_PLATFORM := linux/$(shell $(GO) env GOARCH)
+IMAGE_TAR := $(BIN)/otelcol-k8sevents-image.tar
 image: otelcol
-	cd tools/image && GOWORK=off $(GO) run . -binary $(BIN)/otelcol-k8sevents -configs $(CURDIR)/testdata/config -out $(BIN)/otelcol-k8sevents-image.tar
+	@set -e; binaries=""; \
+	for p in $(IMAGE_PLATFORMS); do \
+	  if [ "$$p" = "$(HOST_PLATFORM)" ]; then binaries="-binary $(BIN)/otelcol-k8sevents $$binaries"; continue; fi; \
+	  os=$${p%/*}; arch=$${p#*/}; out=$(BIN)/$$os-$$arch/otelcol-k8sevents; \
+	  echo "cross-compile the distribution for $$p: $$out"; \
+	  (cd otelcol-k8sevents && CGO_ENABLED=0 GOOS=$$os GOARCH=$$arch $(GO) build -trimpath -o $$out .); \
+	  binaries="$$binaries -binary $$out"; \
+	done; \
+	cd tools/image && GOWORK=off $(GO) run . $$binaries -tag otelcol-k8sevents:$(VERSION) -configs $(CURDIR)/testdata/config -out $(IMAGE_TAR)
+
+## push-image: push what make image wrote (the index: every platform's image and SBOM) to IMAGE=registry/repository:tag,
+## without a daemon (credentials as docker login stores them), and print the digest the registry serves for it, alone
+## on standard output: pin the image by it (docs/deploy.md "Images by digest").
+.PHONY: push-image
+push-image:
+	@if [ -z "$(IMAGE)" ]; then echo "usage: make push-image IMAGE=registry/repository:tag (after make image)" >&2; exit 2; fi
+	@cd tools/image && GOWORK=off $(GO) run . push -in $(IMAGE_TAR) -image $(IMAGE)
 
 ## deploy: deploy/*.yaml rendered from the Helm chart deploy/helm/otel-k8sevents with deploy/helm/deploy-values.yaml
 ## (tools/helm, Helm's Go library; TestHelmDeployIsGenerated fails while deploy/ differs from it).

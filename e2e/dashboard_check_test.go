@@ -24,8 +24,12 @@ type exposition struct {
 	types  map[string]string // family name (# TYPE) → counter, gauge, histogram, ...
 }
 
-// addExposition reads one endpoint's text into e.
-func (e *exposition) add(raw []byte) error {
+// add reads one endpoint's text into e.
+func (e *exposition) add(raw []byte) error { return e.addLabelled(raw, nil) }
+
+// addLabelled reads one endpoint's text into e, every series with the
+// target's labels too (as Prometheus adds them at the scrape).
+func (e *exposition) addLabelled(raw []byte, target map[string]string) error {
 	if e.series == nil {
 		e.series, e.types = map[string][]map[string]string{}, map[string]string{}
 	}
@@ -35,6 +39,9 @@ func (e *exposition) add(raw []byte) error {
 	}
 	for key := range m {
 		name, labels := collectorproc.Series(key)
+		for k, v := range target {
+			labels[k] = v
+		}
 		e.series[name] = append(e.series[name], labels)
 	}
 	sc := bufio.NewScanner(bytes.NewReader(raw))

@@ -9,21 +9,13 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"go.opentelemetry.io/collector/pdata/plog"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/metadata"
-	"google.golang.org/grpc/status"
 	"sigs.k8s.io/yaml"
-
-	"github.com/k8sevents/otel-k8sevents/internal/harness/faultproxy"
-	"github.com/k8sevents/otel-k8sevents/internal/harness/storm"
-	"github.com/k8sevents/otel-k8sevents/internal/harness/stormsend"
 )
 
 // dashboardFile is the Grafana dashboard, one file that a chart can ship.
@@ -48,8 +40,40 @@ type dashPanel struct {
 		Expr         string `json:"expr"`
 		LegendFormat string `json:"legendFormat"`
 	} `json:"targets"`
-	Panels []dashPanel `json:"panels"` // a collapsed row's
+	Panels      []dashPanel `json:"panels"` // a collapsed row's
+	FieldConfig struct {
+		Defaults struct {
+			Thresholds *struct {
+				Mode  string `json:"mode"`
+				Steps []struct {
+					Color string   `json:"color"`
+					Value *float64 `json:"value"`
+				} `json:"steps"`
+			} `json:"thresholds"`
+		} `json:"defaults"`
+	} `json:"fieldConfig"`
 }
+
+// colorAt is the panel's threshold color for value v (the last step at or
+// below it).
+func (p dashPanel) colorAt(v float64) string {
+	color := ""
+	for _, s := range p.FieldConfig.Defaults.Thresholds.Steps {
+		if s.Value == nil || *s.Value <= v {
+			color = s.Color
+		}
+	}
+	return color
+}
+
+// healthyValues are what panels show on a healthy cluster where it is not
+// 0 (no refusal, no retry, no drop, an empty queue): the mirror's leader
+// has its watch open.
+var healthyValues = map[string]float64{"Watches open": 1}
+
+// collectorVariables are the variables every query of a collector's
+// metrics follows, as kube-prometheus dashboards do.
+var collectorVariables = []string{"cluster", "namespace", "job", "pod"}
 
 type dashVariable struct {
 	Name       string          `json:"name"`
@@ -90,8 +114,8 @@ func (d dashboard) variables() []string {
 	return out
 }
 
-// labelValuesCall is a query variable's label_values(metric, label).
-var labelValuesCall = regexp.MustCompile(`^label_values\(\s*([A-Za-z_:][A-Za-z0-9_:]*)\s*,\s*([A-Za-z_][A-Za-z0-9_]*)\s*\)$`)
+// labelValuesCall is a query variable's label_values(selector, label).
+var labelValuesCall = regexp.MustCompile(`^label_values\(\s*([A-Za-z_:][A-Za-z0-9_:]*(?:\{[^}]*\})?)\s*,\s*([A-Za-z_][A-Za-z0-9_]*)\s*\)$`)
 
 // queries are every panel's targets and every query variable, the latter
 // as the PromQL that reads the same: group by (label) (metric).
@@ -117,9 +141,11 @@ func (d dashboard) queries() []dashQuery {
 
 // TestDashboardIsPortable reads the dashboard as Grafana and a chart would:
 // the Prometheus data source is a variable (no data source uid of one
-// Grafana), every query parses in the subset the metric check reads, every
-// panel has a title, a description and a place of its own on the grid, and
-// docs/dashboard.md names every panel and every metric.
+// Grafana), every query parses in the subset the metric check reads and
+// follows the cluster, namespace, job and pod variables, every panel has a
+// title, a description, a place of its own on the grid and thresholds
+// that are green on a healthy cluster, and docs/dashboard.md names every
+// panel and every metric.
 func TestDashboardIsPortable(t *testing.T) {
 	parallel(t)
 	d, raw := loadDashboard(t)
@@ -158,6 +184,9 @@ func TestDashboardIsPortable(t *testing.T) {
 			continue
 		}
 		assert.NotEmpty(t, p.Description, "panel %q says what it answers", p.Title)
+		if assert.NotNil(t, p.FieldConfig.Defaults.Thresholds, "panel %q: thresholds of its own, not Grafana's red at 80", p.Title) {
+			assert.Equal(t, "green", p.colorAt(healthyValues[p.Title]), "panel %q on a healthy cluster", p.Title)
+		}
 		assert.NotEmpty(t, p.Targets, "panel %q", p.Title)
 		refs := map[string]bool{}
 		for _, tg := range p.Targets {
@@ -172,6 +201,18 @@ func TestDashboardIsPortable(t *testing.T) {
 			continue
 		}
 		assert.NotEmpty(t, parsed.selectors, "%s reads no metric", q.where)
+		for _, s := range parsed.selectors {
+			if !strings.HasPrefix(q.where, "panel ") {
+				break // the variables' own queries
+			}
+			var scoped []string
+			for _, m := range s.matchers {
+				if slices.Contains(collectorVariables, m.label) && m.op == "=~" {
+					scoped = append(scoped, m.label)
+				}
+			}
+			assert.ElementsMatch(t, collectorVariables, scoped, "%s: %s follows the collector variables", q.where, s.metric)
+		}
 		for _, s := range parsed.selectors {
 			assert.Contains(t, string(docs), "`"+s.metric+"`", "docs/dashboard.md names every metric (%s)", q.where)
 		}
@@ -200,180 +241,60 @@ func dataSources(node any) []any {
 	return out
 }
 
-// TestDashboardQueriesReadTheCollectorsMetrics runs the built collector
-// with every component the dashboard shows, its own metrics at the
-// default level (normal), on a real kube-apiserver: OTLP ingestion
-// (otlp-ingestion.yaml) with the eventsum connector and prometheus exporter
-// of exact-metrics.yaml beside the k8sevents exporter, which has a queue on
-// disk as in the deployed shapes. A short storm goes
-// through, and what the refusal and failure panels show happens once
-// each: a request without a token and one with a token the API server does
-// not know, a client that may create Events nowhere and goes over its
-// record budget, a record for a namespace outside the exporter's
-// allowlist, and, from a proxy in front of the API server, three creates
-// answered 429 and a namespace whose creates fail until the exporter gives
-// them up.
-// Then every query of the dashboard is checked against what the
-// collector's telemetry endpoint and the prometheus exporter serve: each
-// metric there, with the labels its matchers, by (...) and legend use.
-func TestDashboardQueriesReadTheCollectorsMetrics(t *testing.T) {
-	parallel(t)
-	binary(t)
-	d, _ := loadDashboard(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
-	defer cancel()
-
-	occs := mergeStorms(stormWindow(t, "crashloop", 2*time.Minute), stormWindow(t, "imagepull", time.Minute))
-	namespaces := storm.Namespaces(occs)
-	const (
-		outside = "dashboard-outside" // the sender may write there, the exporter may not
-		giveUp  = "dashboard-give-up" // every create there fails until the exporter gives up
-	)
-	r := newAuthRig(t, outside, giveUp)
-	require.NoError(t, stormsend.EnsureNamespaces(ctx, r.srv.Clientset(), occs))
-	sender := r.serviceAccount(t, "default", "dashboard-sender", append(namespaces, outside, giveUp)...)
-	stranger := r.serviceAccount(t, "default", "dashboard-stranger") // may create Events nowhere
-
-	proxy, err := faultproxy.NewForREST(r.srv.RESTConfig())
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = proxy.Close() })
-	dir := t.TempDir()
-	exporterKube := filepath.Join(dir, "kubeconfig-exporter")
-	require.NoError(t, proxy.WriteKubeconfig(exporterKube))
-	creates := "/apis/events.k8s.io/v1/namespaces/%s/events"
-	throttled := proxy.Add(faultproxy.Rule{Verb: "POST", Path: fmt.Sprintf(creates, namespaces[0]), Times: 3, Action: faultproxy.Fail, Code: 429})
-	proxy.Add(faultproxy.Rule{Verb: "POST", Path: fmt.Sprintf(creates, giveUp), Action: faultproxy.Fail, Code: 503})
-
-	// The budget holds the sender's records at once and refills slowly, so
-	// that the stranger's second large request is over it.
-	burst := len(occs) + 200
-	grpcAddr, promPort := loopback(t), freePort(t)
-	c := startCollectorAt(t, "normal", dir, readyConfig(t, "otlp-ingestion.yaml"), append(r.kubeEnv(t),
-		"OTLP_GRPC_ENDPOINT="+grpcAddr, "OTLP_HTTP_ENDPOINT="+loopback(t), "REPORTING_CONTROLLER=k8sevents.io/e2e-dashboard",
-		"CLIENT_RECORDS_PER_SECOND=1", fmt.Sprint("CLIENT_BURST=", burst), "POD_IP=127.0.0.1", fmt.Sprint("PROMETHEUS_PORT=", promPort)),
-		dashboardOverlay(t, dir, exporterKube, append(namespaces, giveUp)))
-
-	st, err := stormsend.OTLP(metadata.AppendToOutgoingContext(ctx, "authorization", "Bearer "+sender), grpcAddr, occs,
-		stormsend.Options{Speed: 0, MaxDuration: time.Minute})
-	require.NoError(t, err)
-	conn := dial(t, grpcAddr, nil)
-	for _, ns := range []string{outside, giveUp} {
-		_, err = exportAs(ctx, conn, sender, appendOccurrences(plog.NewLogs(), ns, "web", "Started", 1, nil))
-		require.NoError(t, err)
-	}
-	for _, token := range []string{"", "not-a-token"} {
-		_, err := exportAs(ctx, conn, token, appendOccurrences(plog.NewLogs(), namespaces[0], "web", "Refused", 1, nil))
-		require.Equal(t, codes.Unauthenticated, status.Code(err), "token %q: %v", token, err)
-	}
-	flood := appendOccurrences(plog.NewLogs(), namespaces[0], "web", "Forbidden", burst/2+1, nil)
-	for try := 1; ; try++ {
-		resp, err := exportAs(ctx, conn, stranger, flood)
-		if status.Code(err) == codes.ResourceExhausted {
-			break
-		}
-		require.NoError(t, err)
-		require.Equal(t, int64(flood.LogRecordCount()), resp.PartialSuccess().RejectedLogRecords())
-		require.Less(t, try, 5, "the stranger's requests were never over its budget")
-	}
-
-	// Settled: every occurrence counted, every record the processor emitted
-	// written or given up by the exporter, the 429s answered (names outside
-	// the dashboard's, so that a wrong name there cannot hold this wait).
-	want := float64(st.Occurrences + 2)
-	var gaveUp float64
-	eventually(t, 2*time.Minute, func() (bool, string) {
-		m := c.scrape(t)
-		occ, out := m.Sum("otelcol_processor_eventseries_occurrences"), m.Sum("otelcol_processor_eventseries_records_out")
-		gaveUp = m.Sum("otelcol_exporter_send_failed_log_records", "exporter=k8sevents")
-		done := m.Sum("otelcol_exporter_sent_log_records", "exporter=k8sevents") + gaveUp
-		return occ == want && done == out && gaveUp > 0 && throttled.Acted() == 3,
-			fmt.Sprintf("occurrences %v of %v, exporter done with %v of %v records (%v given up), %d of 3 creates answered 429",
-				occ, want, done, out, gaveUp, throttled.Acted())
-	})
-	m := c.scrape(t)
-	p := m.Pipeline()
-	t.Logf("storm: %d occurrences; processor: %v records out; exporter: %v writes, %v dropped, %v retried, %v given up",
-		st.Occurrences, p.RecordsOut, p.Writes, p.PermanentFailures, p.RetryableFailures, gaveUp)
-	assert.Equal(t, 1.0, p.PermanentFailures, "the record outside the allowlist")
-	assert.GreaterOrEqual(t, p.RetryableFailures, 3.0, "the 429s and 503s")
-	assert.Equal(t, 1.0, m.Sum(authRefusals, "reason=missing"))
-	assert.Equal(t, 1.0, m.Sum(authRefusals, "reason=invalid"))
-
-	endpoints := []string{fmt.Sprintf("http://127.0.0.1:%d/metrics", c.metrics), fmt.Sprintf("http://127.0.0.1:%d/metrics", promPort)}
-	var problems []string
-	var selectors int
-	eventually(t, 30*time.Second, func() (bool, string) {
-		e, err := scrapeExposition(ctx, endpoints)
-		if err != nil {
-			return false, err.Error()
-		}
-		problems, selectors = nil, 0
-		for _, q := range d.queries() {
-			parsed, err := parsePromQL(q.expr, d.variables())
-			require.NoError(t, err, q.where)
-			selectors += len(parsed.selectors)
-			for _, problem := range e.check(parsed, q.legend) {
-				problems = append(problems, q.where+": "+problem)
-			}
-		}
-		return len(problems) == 0, "what the dashboard reads and the collector does not serve:\n" + strings.Join(problems, "\n")
-	})
-	t.Logf("%d queries, %d selectors: every metric served with the labels they use", len(d.queries()), selectors)
-}
-
-// dashboardOverlay adds exact-metrics.yaml's eventsum connector and
-// prometheus exporter to the ingestion pipeline, and gives the k8sevents
-// exporter a queue on disk in dir, as the deployed shapes have (mirror.yaml,
-// tier2-processor.yaml), kubeconfig and an allowlist of namespaces.
-func dashboardOverlay(t *testing.T, dir, kubeconfig string, namespaces []string) string {
-	t.Helper()
-	var exact struct {
-		Connectors map[string]any `json:"connectors"`
-		Exporters  map[string]any `json:"exporters"`
-	}
-	require.NoError(t, yaml.Unmarshal([]byte(readyConfig(t, "exact-metrics.yaml")), &exact))
-	overlay, err := yaml.Marshal(map[string]any{
-		"extensions": map[string]any{"file_storage": map[string]any{"directory": dir}},
-		"connectors": exact.Connectors,
-		"exporters": map[string]any{
-			"prometheus": exact.Exporters["prometheus"],
-			"k8sevents": map[string]any{"kubeconfig": kubeconfig, "namespaces": namespaces,
-				"sending_queue": map[string]any{"storage": "file_storage"},
-				// A write that keeps failing is given up within seconds.
-				"retry_on_failure": map[string]any{"initial_interval": "100ms", "max_interval": "500ms", "max_elapsed_time": "3s"}},
-		},
-		"service": map[string]any{
-			"extensions": []string{"health_check", "k8stokenauth", "file_storage"},
-			"pipelines": map[string]any{
-				"logs":    map[string]any{"exporters": []string{"k8sevents", "eventsum"}},
-				"metrics": map[string]any{"receivers": []string{"eventsum"}, "exporters": []string{"prometheus"}},
-			},
-		},
-	})
-	require.NoError(t, err)
-	return string(overlay)
-}
-
-// scrapeExposition reads every endpoint into one exposition.
-func scrapeExposition(ctx context.Context, urls []string) (exposition, error) {
-	var e exposition
+// scrape reads every endpoint into e, each series with the target's
+// labels (none: as served).
+func (e *exposition) scrape(ctx context.Context, urls []string, target map[string]string) error {
 	for _, url := range urls {
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 		if err != nil {
-			return e, err
+			return err
 		}
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
-			return e, fmt.Errorf("scrape %s: %w", url, err)
+			return fmt.Errorf("scrape %s: %w", url, err)
 		}
 		raw, err := io.ReadAll(resp.Body)
 		resp.Body.Close()
 		if err != nil {
-			return e, fmt.Errorf("scrape %s: %w", url, err)
+			return fmt.Errorf("scrape %s: %w", url, err)
 		}
-		if err := e.add(raw); err != nil {
-			return e, fmt.Errorf("scrape %s: %w", url, err)
+		if err := e.addLabelled(raw, target); err != nil {
+			return fmt.Errorf("scrape %s: %w", url, err)
 		}
 	}
-	return e, nil
+	return nil
+}
+
+// TestMetricsDocListsEveryMetric: docs/metrics.md lists every metric of
+// every component's metadata.yaml under the name the collector serves it
+// to Prometheus (otelcol_<name>, a histogram's _bucket), with its type.
+func TestMetricsDocListsEveryMetric(t *testing.T) {
+	parallel(t)
+	doc, err := os.ReadFile("../docs/metrics.md")
+	require.NoError(t, err)
+	files, err := filepath.Glob("../*/*/metadata.yaml")
+	require.NoError(t, err)
+	var listed int
+	for _, f := range files {
+		var md struct {
+			Telemetry struct {
+				Metrics map[string]map[string]any `json:"metrics"`
+			} `json:"telemetry"`
+		}
+		raw, err := os.ReadFile(f)
+		require.NoError(t, err)
+		require.NoError(t, yaml.Unmarshal(raw, &md), f)
+		for name, m := range md.Telemetry.Metrics {
+			kind, served := "counter", "otelcol_"+name
+			switch {
+			case m["histogram"] != nil:
+				kind, served = "histogram", served+"_bucket"
+			case m["gauge"] != nil:
+				kind = "gauge"
+			}
+			assert.True(t, strings.Contains(string(doc), "| `"+served+"` | "+kind+" |"), "docs/metrics.md lists %s (%s) of %s", served, kind, f)
+			listed++
+		}
+	}
+	assert.Greater(t, listed, 30, "every component's metrics")
 }

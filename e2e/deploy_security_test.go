@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"path"
 	"regexp"
 	"sort"
@@ -23,7 +24,7 @@ import (
 // deploy/, what keeps the deployment no wider than it needs: the namespace
 // enforces the restricted Pod Security Standard and every workload's pod
 // passes it; NetworkPolicies let only tier 1 reach tier 2 and nobody the
-// mirror; PodDisruptionBudgets take one pod of a tier at a time; tier 2
+// mirror, but Prometheus the metrics ports; PodDisruptionBudgets take one pod of a tier at a time; tier 2
 // has no HTTP listener, every gRPC listener a max_concurrent_streams, and
 // the tiers talk mutual TLS with the certificate the pods mount from Secret
 // otelcol-tls; tier 2 does not believe claimed counts.
@@ -40,15 +41,25 @@ func checkDeploySecurity(ctx context.Context, t *testing.T, cs kubernetes.Interf
 	}
 	tcp := corev1.ProtocolTCP
 	port := func(n int) *intstr.IntOrString { p := intstr.FromInt32(int32(n)); return &p }
-	assert.Contains(t, []string{"null", "[]"}, ingress["otel-k8sevents"], "a policy for the mirror, and nothing may connect")
+	// Prometheus may scrape every collector's metrics ports (the chart's
+	// metrics.allowFrom: any pod by default), the mirror's and tier 2's
+	// exact counts too, and nothing else.
+	scrape := func(ports ...int) map[string]any {
+		var ps []any
+		for _, p := range ports {
+			ps = append(ps, map[string]any{"protocol": tcp, "port": port(p)})
+		}
+		return map[string]any{"from": []any{map[string]any{"namespaceSelector": map[string]any{}}}, "ports": ps}
+	}
+	assert.Equal(t, sprint([]any{scrape(8888, 9464)}), ingress["otel-k8sevents"], "the mirror: its metrics ports only")
 	assert.Equal(t, sprint([]any{map[string]any{
 		"from":  []any{map[string]any{"podSelector": map[string]any{"matchLabels": map[string]any{"app.kubernetes.io/name": "otelcol-tier1"}}}},
 		"ports": []any{map[string]any{"protocol": tcp, "port": port(4317)}},
-	}}), ingress["otelcol-tier2"], "tier 2: OTLP gRPC from tier 1's pods only")
+	}, scrape(8888, 9464)}), ingress["otelcol-tier2"], "tier 2: OTLP gRPC from tier 1's pods only, and its metrics ports")
 	assert.Equal(t, sprint([]any{map[string]any{
 		"from":  []any{map[string]any{"namespaceSelector": map[string]any{}}},
 		"ports": []any{map[string]any{"protocol": tcp, "port": port(4317)}, map[string]any{"protocol": tcp, "port": port(4318)}},
-	}}), ingress["otelcol-tier1"], "tier 1: OTLP from any pod")
+	}, scrape(8888)}), ingress["otelcol-tier1"], "tier 1: OTLP from any pod, and its metrics port")
 
 	for _, name := range []string{"otelcol-tier1", "otelcol-tier2"} {
 		pdb, err := cs.PolicyV1().PodDisruptionBudgets(deployNamespace).Get(ctx, name, metav1.GetOptions{})
@@ -62,8 +73,11 @@ func checkDeploySecurity(ctx context.Context, t *testing.T, cs kubernetes.Interf
 	assert.Equal(t, []string{"grpc"}, keys(protocols), "tier 2 listens on OTLP gRPC only")
 	svc, err := cs.CoreV1().Services(deployNamespace).Get(ctx, "otelcol-tier2", metav1.GetOptions{})
 	require.NoError(t, err)
-	require.Len(t, svc.Spec.Ports, 1)
-	assert.EqualValues(t, 4317, svc.Spec.Ports[0].Port)
+	var svcPorts []string
+	for _, p := range svc.Spec.Ports {
+		svcPorts = append(svcPorts, fmt.Sprintf("%s:%d", p.Name, p.Port))
+	}
+	assert.Equal(t, []string{"otlp-grpc:4317", "metrics:8888", "exact-counts:9464"}, svcPorts, "tier 2's Service: OTLP gRPC and the metrics ports")
 	assert.Equal(t, "ignore", dig(tier2, "processors", "eventseries", "input_counts"), "tier 2 does not believe a claimed count")
 	for _, cfg := range []map[string]any{tier1, tier2} {
 		receivers, _ := dig(cfg, "receivers").(map[string]any)
@@ -166,14 +180,36 @@ func secretFiles(pod corev1.PodSpec, secret string) []string {
 	return out
 }
 
-// deployedConfig is the collector configuration in a ConfigMap of deploy/.
+// deployedConfig is the collector configuration of a ConfigMap of deploy/
+// as the collector reads it: config.yaml, then chart.yaml merged over it.
 func deployedConfig(ctx context.Context, t *testing.T, cs kubernetes.Interface, name string) map[string]any {
 	t.Helper()
 	cm, err := cs.CoreV1().ConfigMaps(deployNamespace).Get(ctx, name, metav1.GetOptions{})
 	require.NoError(t, err)
-	var cfg map[string]any
+	var cfg, chart map[string]any
 	require.NoError(t, utilyaml.Unmarshal([]byte(cm.Data["config.yaml"]), &cfg), name)
-	return cfg
+	require.NoError(t, utilyaml.Unmarshal([]byte(cm.Data["chart.yaml"]), &chart), name)
+	return mergeConfig(cfg, chart)
+}
+
+// mergeConfig is over merged into base as the collector merges its
+// --config files: maps key by key, anything else (lists included)
+// replaced.
+func mergeConfig(base, over map[string]any) map[string]any {
+	out := map[string]any{}
+	for k, v := range base {
+		out[k] = v
+	}
+	for k, v := range over {
+		b, bok := out[k].(map[string]any)
+		o, ook := v.(map[string]any)
+		if bok && ook {
+			out[k] = mergeConfig(b, o)
+		} else {
+			out[k] = v
+		}
+	}
+	return out
 }
 
 // dig walks nested maps; nil where a key is missing.

@@ -136,9 +136,19 @@ func countsOf(evs []corev1.Event) string {
 // manifests reads every object of the named files under deploy/, in order.
 func manifests(t *testing.T, files ...string) []*unstructured.Unstructured {
 	t.Helper()
+	paths := make([]string, len(files))
+	for i, f := range files {
+		paths[i] = filepath.Join("../deploy", f)
+	}
+	return readManifests(t, paths...)
+}
+
+// readManifests reads every object of the files, in order.
+func readManifests(t *testing.T, paths ...string) []*unstructured.Unstructured {
+	t.Helper()
 	var objs []*unstructured.Unstructured
-	for _, f := range files {
-		b, err := os.ReadFile(filepath.Join("../deploy", f))
+	for _, f := range paths {
+		b, err := os.ReadFile(f)
 		require.NoError(t, err)
 		dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(b), 4096)
 		for {

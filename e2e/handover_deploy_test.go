@@ -118,10 +118,14 @@ func TestHandOverDeployManifestsStrict(t *testing.T) {
 	checkDeploySecurity(ctx, t, cs)
 }
 
-// allowed asks the API server's authorizer (SubjectAccessReview).
+// allowed asks the API server's authorizer (SubjectAccessReview) about a
+// ServiceAccount's user (system:serviceaccount:<namespace>:<name>), with
+// the groups the API server gives it.
 func allowed(ctx context.Context, t *testing.T, cs kubernetes.Interface, user, verb, group, resource, ns, name string) bool {
 	t.Helper()
-	groups := []string{"system:serviceaccounts", "system:serviceaccounts:" + deployNamespace, "system:authenticated"}
+	parts := strings.Split(user, ":")
+	require.Len(t, parts, 4, "not a ServiceAccount's user: %s", user)
+	groups := []string{"system:serviceaccounts", "system:serviceaccounts:" + parts[2], "system:authenticated"}
 	r, err := cs.AuthorizationV1().SubjectAccessReviews().Create(ctx, &authzv1.SubjectAccessReview{Spec: authzv1.SubjectAccessReviewSpec{
 		User: user, Groups: groups,
 		ResourceAttributes: &authzv1.ResourceAttributes{Verb: verb, Group: group, Resource: resource, Namespace: ns, Name: name},

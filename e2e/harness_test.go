@@ -19,6 +19,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -43,6 +44,20 @@ func TestMain(m *testing.M) {
 type collector struct {
 	*collectorproc.Collector
 	health, metrics int
+	again           func() *collector // the same collector started again: its directory, configuration, environment
+}
+
+// stopAndWrite stops c (SIGTERM: its processor flushes its open series
+// into the exporter's persistent queue, which keeps on disk what is not
+// written yet) and runs it once more, until written says the API server
+// holds everything or limit has passed, then stops it: a ready
+// configuration writes what a stop left in its queue at its next start.
+func (c *collector) stopAndWrite(t *testing.T, limit time.Duration, written func() (bool, string)) {
+	t.Helper()
+	require.NoError(t, c.Stop(time.Minute))
+	next := c.again()
+	eventually(t, limit, written)
+	require.NoError(t, next.Stop(time.Minute))
 }
 
 // binary is the collector under test; missing, it skips the test (fails under CI=true).
@@ -103,6 +118,7 @@ func startCollectorAt(t testing.TB, level, dir, cfg string, env []string, overla
 	}
 	require.NoError(t, err, "config:\n%s", cfg)
 	c.Collector = proc
+	c.again = func() *collector { return startCollectorAt(t, level, dir, cfg, env, overlays...) }
 	t.Cleanup(func() {
 		if exited, _ := proc.Exited(); !exited {
 			_ = proc.Stop(30 * time.Second)
@@ -116,6 +132,11 @@ func startCollectorAt(t testing.TB, level, dir, cfg string, env []string, overla
 
 // startWithPorts starts the collector with c's health and metrics ports.
 func startWithPorts(t testing.TB, c *collector, level, dir, cfg string, env, overlays []string) (*collectorproc.Collector, error) {
+	// The ready configurations keep their state under STORAGE_DIR: in the
+	// collector's directory unless the test says where.
+	if !slices.ContainsFunc(env, func(e string) bool { return strings.HasPrefix(e, "STORAGE_DIR=") }) {
+		env = append(slices.Clone(env), "STORAGE_DIR="+filepath.Join(dir, "storage"))
+	}
 	overlay := fmt.Sprintf(`
 extensions:
   health_check: {endpoint: "127.0.0.1:%d"}

@@ -33,6 +33,10 @@ type ociDescriptor struct {
 	Digest      string            `json:"digest"`
 	Size        int64             `json:"size"`
 	Annotations map[string]string `json:"annotations"`
+	Platform    *struct {
+		OS           string `json:"os"`
+		Architecture string `json:"architecture"`
+	} `json:"platform"`
 }
 
 type ociIndex struct {
@@ -59,11 +63,14 @@ type ociConfig struct {
 }
 
 // TestImage unpacks the image make image wrote with plain tar and JSON, as
-// a loader would: every blob is the content its digest names, the OCI
-// layout and the docker-archive manifest name the same config and layer,
-// the config runs the binary as a non-root user, and the binary taken out
-// of the layer is static and validates every ready configuration shipped
-// next to it in the image.
+// a loader would: every blob is the content its digest names; index.json
+// names one image index, tagged, holding this machine's platform's image
+// (make test builds that one alone; tools/image's tests check an index of
+// two platforms) and each image's SBOM (checkImageSBOM); the OCI layout
+// and the docker-archive manifest name the same config and layer, the
+// config runs the binary as a non-root user, and the binary taken out of
+// the layer is static and validates every ready configuration shipped next
+// to it in the image.
 func TestImage(t *testing.T) {
 	parallel(t)
 	root, err := childproc.ModuleRoot()
@@ -78,12 +85,36 @@ func TestImage(t *testing.T) {
 	files := readTar(t, tarPath)
 
 	assert.JSONEq(t, `{"imageLayoutVersion":"1.0.0"}`, string(files["oci-layout"]))
+	var top ociIndex
+	require.NoError(t, json.Unmarshal(files["index.json"], &top))
+	require.Len(t, top.Manifests, 1)
+	assert.Equal(t, "application/vnd.oci.image.index.v1+json", top.Manifests[0].MediaType, "a multi-platform image index")
+	assert.Equal(t, "0.1.0", top.Manifests[0].Annotations["org.opencontainers.image.ref.name"])
 	var idx ociIndex
-	require.NoError(t, json.Unmarshal(files["index.json"], &idx))
-	require.Len(t, idx.Manifests, 1)
-	assert.Equal(t, "0.1.0", idx.Manifests[0].Annotations["org.opencontainers.image.ref.name"])
+	require.NoError(t, json.Unmarshal(blob(t, files, top.Manifests[0]), &idx))
+	var host *ociDescriptor
+	images, sboms := map[string]bool{}, map[string]ociDescriptor{}
+	for i, d := range idx.Manifests {
+		require.NotNil(t, d.Platform, "index entry %d names no platform", i)
+		if d.Annotations["vnd.docker.reference.type"] == "attestation-manifest" {
+			assert.Equal(t, "unknown/unknown", d.Platform.OS+"/"+d.Platform.Architecture, "an attestation manifest's platform")
+			sboms[d.Annotations["vnd.docker.reference.digest"]] = d
+			continue
+		}
+		assert.Equal(t, "linux", d.Platform.OS)
+		assert.Contains(t, []string{"amd64", "arm64"}, d.Platform.Architecture)
+		images[d.Digest] = true
+		if d.Platform.Architecture == runtime.GOARCH {
+			host = &idx.Manifests[i]
+		}
+	}
+	require.NotNil(t, host, "no linux/%s image in the index", runtime.GOARCH)
+	for d := range images {
+		assert.Contains(t, sboms, d, "the SBOM of image %s", d)
+	}
+	assert.Len(t, sboms, len(images), "one SBOM per image, none of another")
 	var m ociManifest
-	require.NoError(t, json.Unmarshal(blob(t, files, idx.Manifests[0]), &m))
+	require.NoError(t, json.Unmarshal(blob(t, files, *host), &m))
 	assert.Equal(t, "application/vnd.oci.image.manifest.v1+json", m.MediaType)
 	require.Len(t, m.Layers, 1, "one layer on an empty base")
 	var cfg ociConfig
@@ -111,6 +142,7 @@ func TestImage(t *testing.T) {
 
 	bin := filepath.Join(dir, "otelcol-k8sevents")
 	assertStatic(t, bin)
+	checkImageSBOM(t, files, sboms[host.Digest], host.Digest, bin)
 	configs, err := filepath.Glob(filepath.Join(dir, "etc/otelcol-k8sevents/*.yaml"))
 	require.NoError(t, err)
 	ready, err := filepath.Glob(filepath.Join(root, "testdata/config/*.yaml"))

@@ -85,8 +85,17 @@ func TestNodeAppWritesTheGoRecordersEvents(t *testing.T) {
 	assert.Equal(t, int64(len(occs)), goRun.Stats.Sent, "the Go recorder sent every occurrence")
 	assert.Zero(t, goRun.Stats.Dropped+goRun.Stats.Lost+goRun.Stats.Invalid)
 
-	require.NoError(t, nodeSide.c.Stop(time.Minute), "SIGTERM: the processor flushes its open series")
-	require.NoError(t, goSide.c.Stop(time.Minute))
+	// SIGTERM: the processor flushes its open series into the exporter's
+	// queue on disk; the next start writes them.
+	truth := truthTally(occs)
+	for i, side := range []*ingestSide{nodeSide, goSide} {
+		side.c.stopAndWrite(t, time.Minute, func() (bool, string) {
+			evs, err := listEvents(ctx, side.rig.srv.Clientset(), byController(ingestController))
+			require.NoError(t, err)
+			lines, missing, extra := diffTallies(truth, tallyEvents(evs), 3)
+			return len(lines) == 0, fmt.Sprintf("%s: missing %d, extra %d: %v", side.name(i), missing, extra, lines)
+		})
+	}
 
 	nodeRecs, nodeClients := receivedRecords(t, nodeSide.received)
 	goRecs, goClients := receivedRecords(t, goSide.received)
@@ -96,7 +105,6 @@ func TestNodeAppWritesTheGoRecordersEvents(t *testing.T) {
 	require.Len(t, nodeRecs, len(occs))
 	assert.Equal(t, goRecs, nodeRecs, "the records the receivers passed on, Go recorder's and Node app's")
 
-	truth := truthTally(occs)
 	var written [2][]corev1.Event
 	for i, side := range []*ingestSide{nodeSide, goSide} {
 		evs, err := listEvents(ctx, side.rig.srv.Clientset(), byController(ingestController))
@@ -183,7 +191,7 @@ func startIngestSide(t *testing.T) *ingestSide {
 	writeToken(t, s.tokenFile, s.rig.serviceAccount(t, "shop", "app", "shop", "default"))
 	received := fmt.Sprintf(`
 exporters:
-  file/received: {path: %q}
+  file/received: {path: %q, append: true}
   k8sevents: {qps: 100, burst: 200}
 service:
   pipelines:
@@ -237,10 +245,18 @@ func TestNodeAppCountsWhatItCouldNotSend(t *testing.T) {
 // app printed after the flush and at its end.
 func runNodeApp(ctx context.Context, t *testing.T, node, dir, url, tokenFile string, occs []storm.Occurrence, half int, rotate func()) (flushed, done nodeCounts) {
 	t.Helper()
-	cmd := exec.CommandContext(ctx, node, "main.js", "--url", url,
-		"--token-file", tokenFile, "--controller", appController, "--instance", appInstance,
-		"--max-seconds", fmt.Sprint(int(appRunsMax.Seconds())))
+	return runNode(ctx, t, node, dir, []string{"--url", url, "--token-file", tokenFile}, nil, occs, half, rotate)
+}
+
+// runNode is runNodeApp with main.js's arguments and environment given:
+// the test's environment without any variable that names a collector,
+// and env.
+func runNode(ctx context.Context, t *testing.T, node, dir string, args, env []string, occs []storm.Occurrence, half int, rotate func()) (flushed, done nodeCounts) {
+	t.Helper()
+	cmd := exec.CommandContext(ctx, node, append([]string{"main.js", "--controller", appController, "--instance", appInstance,
+		"--max-seconds", fmt.Sprint(int(appRunsMax.Seconds()))}, args...)...)
 	cmd.Dir = dir
+	cmd.Env = append(nodeEnv(), env...)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	stdin, err := cmd.StdinPipe()
@@ -281,6 +297,18 @@ func runNodeApp(ctx context.Context, t *testing.T, node, dir, url, tokenFile str
 		t.Logf("Node app's stderr:\n%s", stderr.String())
 	}
 	return flushed, done
+}
+
+// nodeEnv is the test's environment without the variables that name a
+// collector, so that only what a test gives reaches the app.
+func nodeEnv() []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "K8SEVENTS_OTLP_") && !strings.HasPrefix(kv, "OTEL_EXPORTER_OTLP_") {
+			env = append(env, kv)
+		}
+	}
+	return env
 }
 
 func writeOccurrences(w io.Writer, occs []storm.Occurrence) error {

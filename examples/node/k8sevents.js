@@ -11,6 +11,7 @@
 import { readFile } from 'node:fs/promises';
 import { SeverityNumber } from '@opentelemetry/api-logs';
 import { OTLPLogExporter } from '@opentelemetry/exporter-logs-otlp-http';
+import { JsonLogsSerializer } from '@opentelemetry/otlp-transformer';
 import { defaultResource, detectResources, envDetector } from '@opentelemetry/resources';
 import { BatchLogRecordProcessor, LoggerProvider } from '@opentelemetry/sdk-logs';
 
@@ -41,9 +42,38 @@ export const KEYS = Object.freeze({
   reportingInstance: 'k8s.event.reporting_instance',
 });
 
-// DEFAULT_TOKEN_FILE is where the pod spec of recorder/README.md projects
-// the ServiceAccount token for the collector's audience.
+// DEFAULT_TOKEN_FILE is where the pod spec (deploy.yaml) projects the
+// ServiceAccount token for the collector's audience.
 export const DEFAULT_TOKEN_FILE = '/var/run/secrets/k8sevents/token';
+
+// ENDPOINT_VARIABLE names the collector's URL, and nothing else does: not
+// OTEL_EXPORTER_OTLP_ENDPOINT or OTEL_EXPORTER_OTLP_LOGS_ENDPOINT, which
+// may name another collector (the OpenTelemetry Operator's
+// auto-instrumentation sets them to its own), and not localhost (a sidecar
+// collector): every request carries the app's ServiceAccount token, so it
+// goes only where this variable or the url option says.
+export const ENDPOINT_VARIABLE = 'K8SEVENTS_OTLP_ENDPOINT';
+
+// DEFAULT_MAX_REQUEST_BYTES is the ready configurations' limit on a
+// request's body (max_request_body_size: 1 MiB, decompressed). The
+// receiver answers a larger one 413, which the exporter never retries: the
+// whole batch would be lost.
+export const DEFAULT_MAX_REQUEST_BYTES = 1048576;
+
+// logsURL is the collector's OTLP/HTTP logs URL: the url option, else
+// K8SEVENTS_OTLP_ENDPOINT; a URL without a path gets /v1/logs. Neither
+// given is an error, not a default.
+export function logsURL(url, env = process.env) {
+  const given = url ?? env[ENDPOINT_VARIABLE];
+  if (!given) {
+    throw new Error(`k8sevents: no collector URL: set ${ENDPOINT_VARIABLE} to the collector's OTLP/HTTP logs URL ` +
+      `(e.g. http://otelcol-tier1.otel-k8sevents:4318/v1/logs) or pass url; OTEL_EXPORTER_OTLP_ENDPOINT is not read: ` +
+      `it may name another collector, which would get this app's ServiceAccount token`);
+  }
+  const u = new URL(given);
+  if (u.pathname === '/' || u.pathname === '') u.pathname = '/v1/logs';
+  return u.href;
+}
 
 const SEVERITY = { Normal: SeverityNumber.INFO, Warning: SeverityNumber.WARN };
 
@@ -76,11 +106,12 @@ export function bearerFromFile(path, warn = (msg) => console.warn(msg)) {
 // EventRecorder sends Events as log records. Options:
 //   reportingController  required: the controller's name (e.g. example.com/my-operator)
 //   reportingInstance    this replica; default: none
-//   url                  the collector's OTLP/HTTP logs URL; default:
-//                        OTEL_EXPORTER_OTLP_LOGS_ENDPOINT, OTEL_EXPORTER_OTLP_ENDPOINT + /v1/logs
+//   url                  the collector's OTLP/HTTP logs URL; default: K8SEVENTS_OTLP_ENDPOINT (logsURL)
 //   tokenFile            the projected ServiceAccount token; default DEFAULT_TOKEN_FILE; null: none
+//   maxRequestBytes      the largest request body sent (the collector's limit); default 1 MiB; 0: no bound
 //   maxQueueSize         records waiting to be sent (the batch processor drops beyond it); default 10000
 //   exportTimeoutMillis  one export with the SDK's retries; default 10000
+//   scheduledDelayMillis how long a record may wait for a batch; default 1000
 //   exporter             a LogRecordExporter instead of the OTLP one (tests)
 // The resource is the SDK's default and OTEL_RESOURCE_ATTRIBUTES /
 // OTEL_SERVICE_NAME.
@@ -92,18 +123,21 @@ export class EventRecorder {
     const tokenFile = opts.tokenFile === undefined ? DEFAULT_TOKEN_FILE : opts.tokenFile;
     const timeout = opts.exportTimeoutMillis ?? 10000;
     const otlp = opts.exporter ?? new OTLPLogExporter({
-      url: opts.url,
+      url: logsURL(opts.url),
       timeoutMillis: timeout,
       ...(tokenFile ? { headers: bearerFromFile(tokenFile) } : {}),
     });
     this.counts = { recorded: 0, invalid: 0, sent: 0, failed: 0 };
+    const maxBytes = opts.maxRequestBytes ?? DEFAULT_MAX_REQUEST_BYTES;
+    const counting = countingExporter(otlp, this.counts);
     this.provider = new LoggerProvider({
       resource: defaultResource().merge(detectResources({ detectors: [envDetector] })),
       processors: [new BatchLogRecordProcessor({
-        exporter: countingExporter(otlp, this.counts),
+        exporter: maxBytes > 0 ? sizeBoundExporter(counting, maxBytes, this.counts) : counting,
         maxQueueSize: opts.maxQueueSize ?? 10000,
         maxExportBatchSize: 512,
         exportTimeoutMillis: timeout,
+        scheduledDelayMillis: opts.scheduledDelayMillis ?? 1000,
       })],
     });
     this.logger = this.provider.getLogger('github.com/k8sevents/otel-k8sevents/examples/node');
@@ -148,7 +182,8 @@ export class EventRecorder {
   }
 
   // stats: recorded = sent + failed + pending or dropped by the batch
-  // processor (its queue full).
+  // processor (its queue full); failed includes records larger than
+  // maxRequestBytes alone, never sent.
   stats() {
     return { ...this.counts };
   }
@@ -206,6 +241,46 @@ function countingExporter(exporter, counts) {
       });
     },
     forceFlush: () => exporter.forceFlush?.() ?? Promise.resolve(),
+    shutdown: () => exporter.shutdown(),
+  };
+}
+
+// sizeBoundExporter sends each batch in parts whose request body (the
+// OTLP/JSON the HTTP exporter sends, measured with the SDK's own
+// serializer) is at most maxBytes: a batch over the limit is halved until
+// each part fits, the parts sent side by side as the SDK sends batches. A
+// record that alone is larger cannot be sent: it is counted failed, and
+// said once on stderr. The batch's result is a failure if any part failed.
+function sizeBoundExporter(exporter, maxBytes, counts, warn = (msg) => console.warn(msg)) {
+  let warned = false;
+  const fits = (records) => JsonLogsSerializer.serializeRequest(records).length <= maxBytes;
+  const split = (records, parts, tooLarge) => {
+    if (fits(records)) parts.push(records);
+    else if (records.length === 1) tooLarge.push(records[0]);
+    else {
+      const half = Math.ceil(records.length / 2);
+      split(records.slice(0, half), parts, tooLarge);
+      split(records.slice(half), parts, tooLarge);
+    }
+  };
+  const send = (records) => new Promise((resolve) => exporter.export(records, resolve));
+  return {
+    export(records, done) {
+      const parts = [];
+      const tooLarge = [];
+      if (records.length > 0) split(records, parts, tooLarge);
+      if (tooLarge.length > 0) {
+        counts.failed += tooLarge.length;
+        if (!warned) warn(`k8sevents: ${tooLarge.length} record(s) larger than ${maxBytes} bytes alone: not sent (the collector refuses larger requests)`);
+        warned = true;
+      }
+      Promise.all(parts.map(send)).then((results) => {
+        const failed = results.find((r) => r.code !== 0);
+        // ExportResultCode: SUCCESS 0, FAILED 1.
+        done(failed ?? (tooLarge.length > 0 ? { code: 1, error: new Error('records larger than maxRequestBytes') } : { code: 0 }));
+      });
+    },
+    forceFlush: () => exporter.forceFlush(),
     shutdown: () => exporter.shutdown(),
   };
 }

@@ -11,14 +11,19 @@
 // events.k8s.io requires one). An empty line flushes and prints the counts
 // as {"flushed": {...}}; at the end of the input it shuts down and prints
 // {"done": {...}}. --max-seconds bounds the whole run.
+//
+// The collector's URL: --url, else K8SEVENTS_OTLP_ENDPOINT (never
+// OTEL_EXPORTER_OTLP_ENDPOINT: see k8sevents.js); without either it exits 2.
 import { createInterface } from 'node:readline';
 import { parseArgs } from 'node:util';
 import { EventRecorder } from './k8sevents.js';
 
 const { values: flags } = parseArgs({
   options: {
-    url: { type: 'string' }, // default: OTEL_EXPORTER_OTLP_LOGS_ENDPOINT / OTEL_EXPORTER_OTLP_ENDPOINT
+    url: { type: 'string' }, // default: K8SEVENTS_OTLP_ENDPOINT
     'token-file': { type: 'string' }, // default: /var/run/secrets/k8sevents/token; "-": none
+    'max-request-bytes': { type: 'string' }, // default: 1 MiB, the collector's limit; 0: no bound
+    'batch-delay-millis': { type: 'string' }, // default: 1000; how long a record waits for a batch
     controller: { type: 'string', default: 'example.com/node-controller' },
     instance: { type: 'string' },
     'max-seconds': { type: 'string', default: '600' },
@@ -26,12 +31,21 @@ const { values: flags } = parseArgs({
 });
 
 const tokenFile = flags['token-file'] === '-' ? null : flags['token-file'];
-const rec = new EventRecorder({
-  reportingController: flags.controller,
-  reportingInstance: flags.instance,
-  url: flags.url,
-  tokenFile,
-});
+const number = (flag) => (flags[flag] === undefined ? undefined : Number(flags[flag]));
+let rec;
+try {
+  rec = new EventRecorder({
+    reportingController: flags.controller,
+    reportingInstance: flags.instance,
+    url: flags.url,
+    tokenFile,
+    maxRequestBytes: number('max-request-bytes'),
+    scheduledDelayMillis: number('batch-delay-millis'),
+  });
+} catch (err) {
+  console.error(err.message);
+  process.exit(2);
+}
 
 const bound = setTimeout(() => {
   console.error(`node example: still running after ${flags['max-seconds']} s: exiting`);

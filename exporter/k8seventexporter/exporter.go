@@ -134,24 +134,46 @@ func (e *k8seventsExporter) pushLogs(ctx context.Context, ld plog.Logs) error {
 		}
 	}
 	errs := e.disp.run(ctx, ps)
-	var first error
 	failed := map[[3]int]bool{}
-	permanent := true
 	for n, err := range errs {
 		if err != nil {
-			first = cmp.Or(first, err)
 			failed[at[n]] = true
-			permanent = permanent && consumererror.IsPermanent(err)
+		}
+	}
+	err := pushAnswer(errs)
+	if err == nil || consumererror.IsPermanent(err) {
+		return err
+	}
+	return consumererror.NewLogs(err, subset(ld, func(pos [3]int) bool { return failed[pos] }))
+}
+
+// pushAnswer is a push's answer from what became of each record: nil when
+// each was written or dropped for good; a permanent error only when every
+// record not written failed for good (there is nothing to keep); else an
+// error that wraps a retryable one and never a permanent one, whatever
+// order the records failed in: a persistent queue deletes a request whose
+// push answers an error with a permanent one anywhere in its chain.
+func pushAnswer(errs []error) error {
+	var firstRetryable, firstPermanent error
+	failed := 0
+	for _, err := range errs {
+		switch {
+		case err == nil:
+		case consumererror.IsPermanent(err):
+			failed++
+			firstPermanent = cmp.Or(firstPermanent, err)
+		default:
+			failed++
+			firstRetryable = cmp.Or(firstRetryable, err)
 		}
 	}
 	switch {
-	case first == nil:
+	case failed == 0:
 		return nil
-	case permanent:
-		return fmt.Errorf("%d of %d event records not written: %w", len(failed), len(ps), first)
+	case firstRetryable == nil:
+		return fmt.Errorf("%d of %d event records not written: %w", failed, len(errs), firstPermanent)
 	}
-	return consumererror.NewLogs(fmt.Errorf("%d of %d event records not written: %w", len(failed), len(ps), first),
-		subset(ld, func(pos [3]int) bool { return failed[pos] }))
+	return fmt.Errorf("%d of %d event records not written: %w", failed, len(errs), firstRetryable)
 }
 
 // prepareOne decodes and repairs a record for the API, or counts why it

@@ -64,8 +64,9 @@ func gapRecord(ns string, i int) k8sevent.Event {
 // TestExactRBACGapIsReportedAndHoldsNoOtherNamespace: the exporter's user
 // has deploy/rbac-exporter.yaml's rules as a Role in namespace shop only;
 // its records for namespaces other (a flood) and third are refused by the
-// real API server's RBAC. It writes through a persistent queue. Each of those is tried twice around one /readyz
-// (ready), then dropped: counted as permanent_failures{reason=forbidden},
+// real API server's RBAC. It writes through a persistent queue. Each of
+// those is tried twice around one /readyz (ready), then one
+// SelfSubjectAccessReview says RBAC denies it, and it is dropped: counted as permanent_failures{reason=forbidden},
 // never as a retry (its lane waits for no backoff), and logged once per
 // namespace, third's line not silenced by other's. Meanwhile shop's series
 // are written at their lane's turn, each round behind a handful of refused
@@ -91,6 +92,7 @@ func TestExactRBACGapIsReportedAndHoldsNoOtherNamespace(t *testing.T) {
 		creates[ns] = p.Add(faultproxy.Rule{Verb: "POST", Path: "/apis/events.k8s.io/v1/namespaces/" + ns + "/events", Action: faultproxy.Forward})
 	}
 	probes := p.Add(faultproxy.Rule{Path: "/readyz", Action: faultproxy.Forward})
+	reviews := p.Add(faultproxy.Rule{Path: "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews", Action: faultproxy.Forward})
 
 	writes := r.watchWrites(t)
 	core, logs := observer.New(zap.InfoLevel)
@@ -104,7 +106,7 @@ func TestExactRBACGapIsReportedAndHoldsNoOtherNamespace(t *testing.T) {
 		return counter(t, tel, "otelcol_exporter_k8sevents_permanent_failures", "reason", "forbidden")
 	}
 
-	const flood = 90 // three requests each at the QPS cap of 20: about 13 s
+	const flood = 90 // four requests each at the QPS cap of 20: about 18 s
 	for start := 0; start < flood; start += 10 {
 		var evs []k8sevent.Event
 		for i := start; i < start+10; i++ {
@@ -134,9 +136,10 @@ func TestExactRBACGapIsReportedAndHoldsNoOtherNamespace(t *testing.T) {
 		send(t, exp, evs...)
 		require.Eventually(t, func() bool { return writtenAt(writes, want) }, 60*time.Second, 10*time.Millisecond, "round %d of shop", step)
 		// Once in its lane, each record waits at most the write in flight
-		// and one turn of each refused namespace (three requests each, one
+		// and one turn of each refused namespace (four requests each, one
 		// drop); before that the batcher holds the round for up to 200 ms:
-		// allowed one second of requests at the QPS cap (seven drops).
+		// allowed one second of requests at the QPS cap (seven drops, with
+		// room).
 		// First in first out, the rest of the flood would come first.
 		bound := int64(len(pods)*2 + 1 + 7)
 		ahead := refused() - before
@@ -149,6 +152,7 @@ func TestExactRBACGapIsReportedAndHoldsNoOtherNamespace(t *testing.T) {
 	assert.Equal(t, 2*flood, creates["other"].Matched(), "each refused record is tried twice")
 	assert.Equal(t, 4, creates["third"].Matched(), "each refused record is tried twice")
 	assert.Equal(t, flood+2, probes.Matched(), "one /readyz per refused record")
+	assert.Equal(t, flood+2, reviews.Matched(), "one review per refused record: create is denied, patch not asked")
 	assert.Zero(t, counter(t, tel, "otelcol_exporter_k8sevents_retryable_failures", "reason", "forbidden"), "a refused record never waits for a backoff")
 	assert.Zero(t, counter(t, tel, "otelcol_exporter_k8sevents_permanent_failures", "reason", "rejected"))
 

@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/consumer/consumererror"
 )
 
 func pendingIn(ns, name string) *pending {
@@ -117,4 +118,24 @@ func TestLanesIdleKeepsTheOneInFlight(t *testing.T) {
 	assert.ElementsMatch(t, []*pending{p2, p3}, l.idle())
 	l.done(p1)
 	assert.Empty(t, takeAll(l, t0), "nothing left once the write in flight resolved")
+}
+
+// TestPushAnswerKeepsWhatCanBeKept: a push whose records failed, some for
+// good and some to be retried, answers a retryable error, whichever failed
+// first: a persistent queue deletes a request on a permanent one; only a
+// push whose every failure is permanent answers one.
+func TestPushAnswerKeepsWhatCanBeKept(t *testing.T) {
+	t.Parallel()
+	gaveUp := consumererror.NewPermanent(errors.New("rejected"))
+	handedBack := fmt.Errorf("%w: 503", errStopping)
+	assert.NoError(t, pushAnswer([]error{nil, nil}))
+	for _, errs := range [][]error{{gaveUp, handedBack}, {handedBack, gaveUp}, {nil, gaveUp, nil, handedBack}} {
+		err := pushAnswer(errs)
+		require.Error(t, err)
+		assert.False(t, consumererror.IsPermanent(err), "%v: the handed-back record must be kept", errs)
+		assert.ErrorIs(t, err, errStopping)
+	}
+	err := pushAnswer([]error{gaveUp, nil, gaveUp})
+	assert.True(t, consumererror.IsPermanent(err), "nothing to keep")
+	assert.ErrorContains(t, err, "2 of 3 event records not written")
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/hashicorp/golang-lru/v2/simplelru"
 	"go.opentelemetry.io/collector/consumer/consumererror"
+	authzv1 "k8s.io/api/authorization/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -22,8 +23,8 @@ import (
 // errNamespace marks a record for a namespace outside the allowlist.
 var errNamespace = errors.New("namespace not in the exporter's namespaces")
 
-// errForbidden marks a write a ready API server refused twice with 403:
-// the exporter's RBAC does not let it write there.
+// errForbidden marks a write a ready API server refused twice with 403
+// that RBAC explains: the exporter's role does not let it write there.
 var errForbidden = errors.New("forbidden by an API server that is ready (the exporter's RBAC lacks this namespace)")
 
 // knownNames bounds the names the writer remembers having written.
@@ -273,19 +274,24 @@ func (w *writer) adopt(ctx context.Context, key string, ev *k8sevent.Event, coun
 	return patchedAfter409, nil
 }
 
-// writeTrusting403 is write, with a 403 believed only from an API server
-// that says it is ready. One that is starting serves requests before its
-// RBAC informers have synced and answers 403 to writes it allows a moment
-// later; meanwhile its /readyz answers 403 itself (RBAC does not place the
-// caller yet), then fails its checks until start-up is done. So on a 403
-// the writer reads /readyz: not ready (or unreadable), the 403 is returned
-// as retryable and retry_on_failure's backoff tries the record again;
-// ready, the record is written once more at once, and a second 403 is the
-// authorizer's answer, an RBAC gap: dropped for good (errForbidden), in
-// this one attempt, so a namespace the exporter may not write holds its
-// lane for no backoff. The read goes through the same client, so over
-// client-go's one HTTP/2 connection: behind a TCP load balancer it asks the
-// control-plane member that answered 403.
+// writeTrusting403 is write, with a 403 believed only when RBAC explains
+// it. One that is starting serves requests before its RBAC informers
+// have synced and answers 403 to writes it allows a moment later;
+// meanwhile its /readyz answers 403 itself (RBAC does not place the caller
+// yet), then fails its checks until start-up is done. A ready server also
+// answers 403 to what RBAC allows: a ResourceQuota on Events exceeded
+// until old ones expire, an admission webhook that denies for a while, a
+// load balancer's other member that is still starting. So on a 403 the
+// writer reads /readyz: not ready (or unreadable), the 403 is returned as
+// retryable and retry_on_failure's backoff tries the record again; ready,
+// the record is written once more at once, and on a second 403 the writer
+// asks the API server whether RBAC lets it write Events in the namespace
+// (SelfSubjectAccessReview, which every authenticated user may create):
+// denied, it is an RBAC gap, dropped for good (errForbidden) in this one
+// attempt, so a namespace the exporter may not write holds its lane for
+// no backoff; allowed (or unanswered), the 403 is retried like any other
+// failure: a record the exporter may write is never dropped for a denial
+// that passes.
 func (w *writer) writeTrusting403(ctx context.Context, ev *k8sevent.Event) (outcome, error) {
 	prepared := *ev
 	out, err := w.write(ctx, ev)
@@ -297,10 +303,40 @@ func (w *writer) writeTrusting403(ctx context.Context, ev *k8sevent.Event) (outc
 	}
 	*ev = prepared // the second try starts from the prepared record, as a retry does
 	out, err = w.write(ctx, ev)
-	if apierrors.IsForbidden(err) {
-		return out, consumererror.NewPermanent(fmt.Errorf("%w: %w", errForbidden, err))
+	if !apierrors.IsForbidden(err) {
+		return out, err
 	}
-	return out, err
+	gap, rerr := w.rbacGap(ctx, ev.ObjectNamespace())
+	switch {
+	case rerr != nil:
+		return out, fmt.Errorf("%w (RBAC could not be asked: %v)", err, rerr)
+	case gap != "":
+		return out, consumererror.NewPermanent(fmt.Errorf("%w (%s denied): %w", errForbidden, gap, err))
+	}
+	return out, fmt.Errorf("%w (RBAC allows the write: a quota, an admission webhook or a server still starting)", err)
+}
+
+// rbacGap asks whether RBAC lets this exporter create and patch Events in
+// namespace through the API it writes; it names the verb RBAC denies, or
+// "" when it allows both.
+func (w *writer) rbacGap(ctx context.Context, namespace string) (string, error) {
+	group := ""
+	if w.sink.api() == k8sevent.APIEventsV1 {
+		group = "events.k8s.io"
+	}
+	for _, verb := range []string{"create", "patch"} {
+		review, err := w.cs.AuthorizationV1().SelfSubjectAccessReviews().Create(ctx, &authzv1.SelfSubjectAccessReview{
+			Spec: authzv1.SelfSubjectAccessReviewSpec{ResourceAttributes: &authzv1.ResourceAttributes{
+				Namespace: namespace, Verb: verb, Group: group, Resource: "events"}},
+		}, metav1.CreateOptions{})
+		if err != nil {
+			return "", fmt.Errorf("self subject access review of %s events in %s: %w", verb, namespace, err)
+		}
+		if !review.Status.Allowed {
+			return verb, nil
+		}
+	}
+	return "", nil
 }
 
 // classify decides what a failed request means: retry later (honouring

@@ -215,8 +215,12 @@ func (p *eventSeriesProcessor) ConsumeLogs(ctx context.Context, ld plog.Logs) er
 	if decided {
 		p.wakeUp() // the goroutine hands the records on
 	}
-	if ctx.Err() != nil {
-		p.unanswered(entry, wall) // the sender gave up while the batch was counted: it will send it again
+	if ctx.Err() != nil || fromNetwork(ctx) {
+		// The sender gave up while the batch was counted, or it is an OTLP
+		// client that may send it again whatever this answer: another part
+		// of its request failed (tier 1 splits a request over tier-2
+		// collectors), or the answer is lost on the way back.
+		p.remember(entry, wall)
 	}
 	return nil
 }

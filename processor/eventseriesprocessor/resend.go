@@ -7,30 +7,40 @@ import (
 	"errors"
 	"time"
 
+	"go.opentelemetry.io/collector/client"
 	"go.opentelemetry.io/collector/extension/xextension/storage"
 	"go.uber.org/zap"
 )
 
 // Resends. A sender that gets no answer sends its batch again (an OTLP
 // client after its deadline, or after the connection broke), byte for byte
-// the same. A batch counted whose answer was lost would then be counted
-// twice. With the write-ahead log the processor remembers, by a SHA-256
-// digest of the batch as logged, the batches whose answer may not have
-// reached their sender: those the log replays at start (the collector died
-// after logging them, perhaps before answering) and those whose caller's
-// context had ended by the time they were counted. For resendWindow after
-// such a batch was counted, a batch identical to it is answered nil and
-// not counted again, as often as it comes. The memory is saved with the
-// state, so a second crash keeps it.
+// the same, and so does an app whose request tier 1 split over several
+// tier-2 collectors when another part failed. A batch counted again would
+// be counted twice. With the write-ahead log the processor remembers, by a
+// SHA-256 digest of the batch as logged, the batches a sender may send
+// again: those the log replays at start (the collector died after logging
+// them, perhaps before answering), those whose caller's context had ended
+// by the time they were counted, and every batch of a network sender (an
+// OTLP receiver's request: the caller's context names its address). For resendWindow after
+// such a batch was counted, and after every start of the processor while
+// it is remembered, a batch identical to it is answered nil and not
+// counted again, as often as it comes. The memory is saved with the state,
+// so a second crash keeps it. The window is counted from when the
+// processor can take the resend, not from the count: a sender that retries
+// without end (tier 1) resends once the processor is back, however long it
+// was down, and a restart in CrashLoopBackOff or after a volume moved
+// comes minutes later.
 //
 // A false positive needs a batch identical to one of those, records,
 // timestamps (nanoseconds) and resources alike, that is not a resend:
 // distinct occurrences carry distinct times.
 
 const (
-	// resendWindow is how long a sender is expected to keep sending a batch
-	// again: exporterhelper's default retry_on_failure::max_elapsed_time.
-	resendWindow = 5 * time.Minute
+	// resendWindow is how long a sender is expected to take to send a batch
+	// again once the processor can take it: a sender's backoff is far
+	// shorter (exporterhelper's is at most 30 s), this covers a sender
+	// cut off from a running processor for a while too.
+	resendWindow = time.Hour
 	// maxResends bounds the memory (some 3 MB); past it the oldest go first.
 	maxResends = 1 << 16
 	resendsKey = "wal.resends"
@@ -92,15 +102,17 @@ func (m *resendMemory) marshal() []byte {
 	return b
 }
 
-// unmarshalResends reads what marshal wrote into m, keeping what is still
-// remembered at now.
+// unmarshal reads what marshal wrote into m at a start at now: each batch
+// is remembered for resendWindow from now at least, as its sender can
+// resend it only from now on.
 func (m *resendMemory) unmarshal(b []byte, now int64) error {
 	const size = sha256.Size + 8
 	if len(b)%size != 0 {
 		return errors.New("truncated resend memory")
 	}
 	for ; len(b) > 0; b = b[size:] {
-		m.add(batchDigest(b[:sha256.Size]), int64(binary.BigEndian.Uint64(b[sha256.Size:size])), now)
+		until := int64(binary.BigEndian.Uint64(b[sha256.Size:size]))
+		m.add(batchDigest(b[:sha256.Size]), max(until, now+int64(resendWindow)), now)
 	}
 	return nil
 }
@@ -133,10 +145,9 @@ func (p *eventSeriesProcessor) isResend(entry []byte, wall int64) bool {
 	return true
 }
 
-// unanswered remembers entry's batch, counted at wall, whose sender gave up
-// before its answer: it will send it again. Without the log (entry nil)
-// there is nothing to know it by.
-func (p *eventSeriesProcessor) unanswered(entry []byte, wall int64) {
+// remember keeps entry's batch, counted at wall, for its sender's resend.
+// Without the log (entry nil) there is nothing to know it by.
+func (p *eventSeriesProcessor) remember(entry []byte, wall int64) {
 	if entry == nil {
 		return
 	}
@@ -175,4 +186,10 @@ func (p *eventSeriesProcessor) restoreResends(ctx context.Context) {
 		p.logger.Error("Saved memory of batches that may be sent again discarded", zap.Error(err))
 		p.stateError(ctx, "restore")
 	}
+}
+
+// fromNetwork reports whether ctx is a network sender's request: an OTLP
+// receiver puts the client's address into the context it passes on.
+func fromNetwork(ctx context.Context) bool {
+	return client.FromContext(ctx).Addr != nil
 }

@@ -3,11 +3,13 @@ package eventseriesprocessor
 import (
 	"context"
 	"fmt"
+	"net"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/client"
 	"go.opentelemetry.io/collector/extension/xextension/storage"
 	"go.opentelemetry.io/collector/pdata/plog"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
@@ -163,4 +165,39 @@ func TestExactSenderGivesUpWhileCounted(t *testing.T) {
 				[]metricdata.DataPoint[int64]{{Value: int64(resends) + 1}}, metricdatatest.IgnoreTimestamp())
 		})
 	}
+}
+
+// TestExactNetworkSenderResendsATakenBatch: a batch of a network sender
+// (an OTLP receiver's request: the context names the client's address) is
+// remembered although its answer reached the sender: tier 1 sends it
+// again when another part of the app's request failed. Its resends count
+// nothing; the same batch from an in-process source (no address) is a new
+// one each time, as a receiver never sends one twice.
+func TestExactNetworkSenderResendsATakenBatch(t *testing.T) {
+	series := resendSeries(t, 2)
+	clock := clocktesting.NewFakeClock(t0)
+	r, stop := resendRun(t, t.TempDir(), clock, 0)
+	defer stop()
+	peer := client.NewContext(context.Background(), client.Info{Addr: &net.TCPAddr{IP: net.IPv4(10, 0, 0, 7), Port: 4317}})
+	for range 3 {
+		require.NoError(t, r.p.ConsumeLogs(peer, request(t, series[0])), "the app's request and its resends")
+	}
+	for range 2 {
+		require.NoError(t, r.p.ConsumeLogs(context.Background(), request(t, series[1])), "in-process: two occurrences")
+	}
+	settle(t, r.p)
+	r.p.mu.Lock()
+	counted := r.p.engine.Stats.Occurrences
+	r.p.mu.Unlock()
+	assert.Equal(t, int64(3), counted, "the network batch once, the in-process one twice")
+	clock.Step(resendWindow)
+	require.NoError(t, r.p.ConsumeLogs(peer, request(t, series[0])))
+	settle(t, r.p)
+	r.p.mu.Lock()
+	counted = r.p.engine.Stats.Occurrences
+	r.p.mu.Unlock()
+	assert.Equal(t, int64(4), counted, "an hour on, the same bytes are a new batch")
+	require.NoError(t, r.p.Shutdown(context.Background()))
+	metadatatest.AssertEqualProcessorEventseriesResentBatches(t, r.tel,
+		[]metricdata.DataPoint[int64]{{Value: 2}}, metricdatatest.IgnoreTimestamp())
 }

@@ -166,8 +166,8 @@ func (p *eventSeriesProcessor) replayLog(ctx context.Context, from []byte) error
 			continue
 		}
 		// The collector died after logging the batch, maybe before its
-		// sender had the answer: it may come again.
-		p.resends.add(sha256.Sum256(get.Value[walClockBytes:]), wall+int64(resendWindow), now)
+		// sender had the answer: it may come again, from now on.
+		p.resends.add(sha256.Sum256(get.Value[walClockBytes:]), now+int64(resendWindow), now)
 		records += ld.LogRecordCount()
 		out := p.observe(ctx, ld, wall)
 		p.hold(&out)

@@ -48,7 +48,11 @@ func newAccess(client kubernetes.Interface, cfg reviewcache.Config, timeout time
 }
 
 // mayCreate answers whether id may create Events in namespace; an error
-// when the API server could not say.
+// when the API server could not say. A denial is believed only from an
+// API server that says it is ready: one that is starting answers
+// SubjectAccessReviews before its RoleBindings have synced, and denies
+// what they allow a moment later. Its denial is an error (the sender
+// retries the request), never a refusal for good, and is not cached.
 func (a *access) mayCreate(ctx context.Context, id *k8sauth.Identity, key, namespace string) (bool, error) {
 	allowed, _, err := a.cache.Get(ctx, accessKey{key, namespace}, func(ctx context.Context) (bool, time.Duration, error) {
 		for _, group := range eventGroups {
@@ -59,6 +63,9 @@ func (a *access) mayCreate(ctx context.Context, id *k8sauth.Identity, key, names
 			if ok {
 				return true, a.cfg.AllowTTL, nil
 			}
+		}
+		if _, err := a.client.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(ctx); err != nil {
+			return false, 0, fmt.Errorf("subject access review denied by an API server that is not ready: %w", err)
 		}
 		return false, a.cfg.DenyTTL, nil
 	})

@@ -43,8 +43,12 @@ func TestHelmDeployIsGenerated(t *testing.T) {
 	}
 	onDisk, err := filepath.Glob(filepath.Join(root, deployDir, "*.yaml"))
 	require.NoError(t, err)
-	for _, f := range onDisk {
-		if name := filepath.Base(f); name != "kustomization.yaml" && files[name] == nil {
+	monitoring, err := filepath.Glob(filepath.Join(root, deployDir, "monitoring", "*.yaml"))
+	require.NoError(t, err)
+	for _, f := range append(onDisk, monitoring...) {
+		name, err := filepath.Rel(filepath.Join(root, deployDir), f)
+		require.NoError(t, err)
+		if name != "kustomization.yaml" && files[name] == nil {
 			t.Errorf("deploy/%s does not come from the chart: add it to the chart (and deployFiles)", name)
 		}
 	}
@@ -70,7 +74,8 @@ func lineAt(lines []string, i int) string {
 
 // TestHelmImageByDigest: the chart refuses to render without a digest
 // (image.requireDigest, the default) and refuses a digest that is not
-// sha256:<64 hex>; with one, every workload runs repository:tag@digest;
+// sha256:<64 hex> (its schema, and its template where the schema is
+// skipped); with one, every workload runs repository:tag@digest;
 // image.requireDigest=false runs by tag.
 func TestHelmImageByDigest(t *testing.T) {
 	ch, err := loadChart(root)
@@ -81,7 +86,9 @@ func TestHelmImageByDigest(t *testing.T) {
 	require.ErrorContains(t, err, "image.digest is required")
 	for _, bad := range []string{"latest", "sha256:abc", "sha512:" + strings.Repeat("a", 64), "sha256:" + strings.Repeat("A", 64)} {
 		_, err = render(ch, merge(both, image(bad, true)), "otel-k8sevents")
-		assert.ErrorContains(t, err, "is not sha256:<64 hex digits>", bad)
+		assert.ErrorContains(t, err, "at '/image/digest': '"+bad+"' does not match pattern", "values.schema.json")
+		_, err = renderUnchecked(ch, merge(both, image(bad, true)), "otel-k8sevents")
+		assert.ErrorContains(t, err, "is not sha256:<64 hex digits>", "the template, with --skip-schema-validation: %s", bad)
 	}
 
 	digest := "sha256:" + strings.Repeat("0123456789abcdef", 4)
@@ -140,10 +147,11 @@ func TestHelmTier2Ring(t *testing.T) {
 }
 
 // TestHelmLint: helm lint --strict has nothing to say of the chart (but
-// information, such as that it has no icon), for both shapes.
+// information, such as that it has no icon), for both shapes and with
+// every toggle on.
 func TestHelmLint(t *testing.T) {
 	digest := "sha256:" + strings.Repeat("0123456789abcdef", 4)
-	for _, vals := range []map[string]any{image(digest, true), merge(image(digest, true), map[string]any{"otlp": map[string]any{"enabled": true}})} {
+	for _, vals := range []map[string]any{image(digest, true), merge(image(digest, true), map[string]any{"otlp": map[string]any{"enabled": true}}), everything()} {
 		l := lint.RunAll(filepath.Join(root, chartDir), vals, "otel-k8sevents")
 		for _, m := range l.Messages {
 			assert.LessOrEqual(t, m.Severity, support.InfoSev, "%s", m)

@@ -19,23 +19,24 @@ import (
 	"helm.sh/helm/v4/pkg/kube"
 	releasecommon "helm.sh/helm/v4/pkg/release/common"
 	releasev1 "helm.sh/helm/v4/pkg/release/v1"
-	authzv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
-	"k8s.io/client-go/kubernetes"
-	"sigs.k8s.io/yaml"
 
 	"github.com/k8sevents/otel-k8sevents/internal/harness/kubetest"
 )
 
 // The release of TestHelmInstallUpgradeStrict: another namespace than
-// deploy/'s, so that nothing there depends on the default one.
+// deploy/'s, so that nothing there depends on the default one; and a
+// second release beside it, in a namespace of its own.
 const (
 	releaseName = "otel-k8sevents"
 	releaseNS   = "events"
 	appNS       = "app"
+	otherName   = "events-b"
+	otherNS     = "events-b"
 )
 
 var (
@@ -46,30 +47,48 @@ var (
 // TestHelmInstallUpgradeStrict installs the chart with Helm's library on a
 // real API server as README.md says (the namespace created and labelled
 // first; Helm applies server-side with strict field validation, so an
-// unknown field anywhere fails), then upgrades it to both shapes with
-// values other than the defaults. After each step it checks what the
+// unknown field anywhere fails), after a misspelt value was refused by
+// values.schema.json before anything was created; then upgrades it to
+// both shapes with values other than the defaults (the pod knobs,
+// OpenShift's securityContext, every monitor, cert-manager, a config
+// merged over the chart's). After each step it checks what the
 // values must change: the namespace of every object and binding, the image
 // by digest, the replicas and tier 1's ring of tier-2 pods, the TLS Secret
 // both tiers mount, the reporting controllers (the admission policy lets
 // each collector write its own and refuses the default one), and that
-// every workload's pod passes the restricted Pod Security Standard.
+// every workload's pod passes the restricted Pod Security Standard. The
+// built collector then says what it makes of each workload's
+// configuration (the user's config over the chart's, the controller in the
+// exporter and the field selector); the mirror and both tiers run as their
+// pods would, with reporting controllers other than the defaults, and helm
+// test's pods (their scripts run here as kubelet would) see the Events
+// they wrote: the mirror's copy of a raw Event, and tier 2's of a record
+// sent to tier 1 over OTLP. Last, a second release (tier 1 over TLS)
+// installs beside the first, and each collector's ServiceAccount still
+// writes its own Events and no other.
 func TestHelmInstallUpgradeStrict(t *testing.T) {
-	srv := kubetest.Start(t, kubetest.OwnServer()) // it installs an admission policy
+	go buildKubectl() // helm test's scripts run kubectl: linked meanwhile
+	// Its own server: it installs an admission policy.
+	srv := kubetest.Start(t, kubetest.OwnServer())
 	// A bound for a server that stopped answering, not a measure of speed:
 	// make test runs this beside four other jobs on the machine's cores.
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
 	cs := srv.Clientset()
+	restricted := map[string]string{"pod-security.kubernetes.io/enforce": "restricted", "pod-security.kubernetes.io/enforce-version": "latest"}
 	for _, ns := range []*corev1.Namespace{
-		{ObjectMeta: metav1.ObjectMeta{Name: releaseNS, Labels: map[string]string{
-			"pod-security.kubernetes.io/enforce": "restricted", "pod-security.kubernetes.io/enforce-version": "latest",
-		}}},
+		{ObjectMeta: metav1.ObjectMeta{Name: releaseNS, Labels: restricted}},
+		{ObjectMeta: metav1.ObjectMeta{Name: otherNS, Labels: restricted}},
 		{ObjectMeta: metav1.ObjectMeta{Name: appNS}},
 	} {
 		_, err := cs.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{})
 		require.NoError(t, err)
 	}
-	cfg := helmConfig(t, srv.Kubeconfig(t))
+	_, err := cs.SchedulingV1().PriorityClasses().Create(ctx, &schedulingv1.PriorityClass{
+		ObjectMeta: metav1.ObjectMeta{Name: "events-critical"}, Value: 1000000}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	installCRDs(ctx, t, srv) // before Helm's discovery
+	cfg := helmConfig(t, srv.Kubeconfig(t), releaseNS)
 	ch, err := loadChart(root)
 	require.NoError(t, err)
 
@@ -81,51 +100,127 @@ func TestHelmInstallUpgradeStrict(t *testing.T) {
 			Templates: []*common.File{{Name: "templates/cm.yaml",
 				Data: []byte("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: probe}\ndata: {a: b}\ndatta: {a: b}\n")}},
 		}
-		_, err := install(ctx, cfg, "probe", probe, nil)
+		_, err := install(ctx, cfg, releaseNS, "probe", probe, nil)
 		require.ErrorContains(t, err, "datta: field not declared in schema")
 	})
+	t.Run("schema", func(t *testing.T) {
+		_, err := install(ctx, cfg, releaseNS, releaseName, ch, map[string]any{"image": map[string]any{"digest": digest1},
+			"mirror": map[string]any{"reportingControler": "example.com/mirror"}})
+		require.ErrorContains(t, err, "additional properties 'reportingControler' not allowed")
+		sts, err := cs.AppsV1().StatefulSets(releaseNS).List(ctx, metav1.ListOptions{})
+		require.NoError(t, err)
+		assert.Empty(t, sts.Items, "a refused install creates nothing")
+		_, err = action.NewGet(cfg).Run(releaseName)
+		assert.ErrorContains(t, err, "not found", "and no release")
+	})
 
-	rel, err := install(ctx, cfg, releaseName, ch, map[string]any{"image": map[string]any{"digest": digest1}})
+	rel, err := install(ctx, cfg, releaseNS, releaseName, ch, map[string]any{"image": map[string]any{"digest": digest1}})
 	require.NoError(t, err)
 	assert.Equal(t, releasecommon.StatusDeployed, rel.Info.Status)
 	checkMirror(ctx, t, cs, digest1, "k8sevents.io/mirror")
 	_, err = cs.AppsV1().Deployments(releaseNS).Get(ctx, "otelcol-tier1", metav1.GetOptions{})
 	assert.True(t, apierrors.IsNotFound(err), "OTLP ingestion is off by default: %v", err)
-	checkPodSecurity(ctx, t, cs)
+	checkPodSecurity(ctx, t, cs, releaseNS)
 
 	up := action.NewUpgrade(cfg)
 	up.Namespace, up.WaitStrategy = releaseNS, kube.HookOnlyStrategy
-	res, err := up.RunWithContext(ctx, releaseName, ch, map[string]any{
-		"image":  map[string]any{"digest": digest2},
-		"mirror": map[string]any{"reportingController": "example.com/mirror"},
-		"otlp": map[string]any{
-			"enabled": true, "reportingController": "example.com/ingest", "audience": "events-audience",
-			"clusterName": "prod-eu", "tls": map[string]any{"secretName": "tiers-tls"},
-			"tier1": map[string]any{"replicas": 3}, "tier2": map[string]any{"replicas": 4},
-		},
-	})
+	res, err := up.RunWithContext(ctx, releaseName, ch, upgradeValues())
 	require.NoError(t, err)
 	rel = res.(*releasev1.Release)
 	assert.Equal(t, releasecommon.StatusDeployed, rel.Info.Status)
 	assert.Equal(t, 2, rel.Version)
 	checkMirror(ctx, t, cs, digest2, "example.com/mirror")
 	checkOTLP(ctx, t, cs)
-	checkPodSecurity(ctx, t, cs)
-	checkOwnEvents(ctx, t, srv, map[string]string{
-		"otel-k8sevents": "example.com/mirror", "otelcol-tier2": "example.com/ingest",
-	}, []string{"k8sevents.io/mirror", "k8sevents.io/otlp-ingestion", "kubelet"})
+	checkPodSecurity(ctx, t, cs, releaseNS)
+	checkMonitoring(ctx, t, srv, releaseNS, "otel-k8sevents", "tiers-tls")
+	mirrorOwn := map[string]string{"otel-k8sevents": "example.com/mirror", "otelcol-tier2": "example.com/ingest"}
+	checkOwnEvents(ctx, t, srv, releaseNS, mirrorOwn, []string{"k8sevents.io/mirror", "k8sevents.io/otlp-ingestion", "kubelet"})
+	checkEffectiveConfigs(ctx, t, cs)
+
+	runMirror(ctx, t, srv, releaseNS, "otel-k8sevents")
+	tier1 := runTiers(ctx, t, srv, releaseNS, "otelcol-tier1", "otelcol-tier2")
+	testErr, out := helmTest(ctx, t, cfg, srv, releaseNS, releaseName, map[string]string{"otelcol-tier1.events:4318": tier1})
+	require.NoError(t, testErr, "helm test; its pods said: %v", out)
+	assert.Contains(t, out["otel-k8sevents-test-mirror"], "the mirror wrote event/")
+	assert.Contains(t, out["otel-k8sevents-test-otlp"], "tier 2 wrote event/")
+	for _, controller := range []string{"example.com/mirror", "example.com/ingest"} {
+		written := writtenBy(ctx, t, cs, releaseNS, controller)
+		require.Len(t, written, 1, "%s wrote the test's Event", controller)
+		assert.True(t, strings.HasPrefix(written[0].Reason, "HelmTest"), written[0].Reason)
+	}
+
+	// A second release beside the first: other names for every object,
+	// cluster-wide ones included, its own admission policy.
+	// Its tier 1 serves OTLP over TLS, with the tiers' Secret.
+	other, err := install(ctx, helmConfig(t, srv.Kubeconfig(t), otherNS), otherNS, otherName, ch, merge(everything(), map[string]any{
+		"mirror": map[string]any{"reportingController": "example.com/mirror-b"},
+		"otlp": map[string]any{"enabled": true, "reportingController": "example.com/ingest-b",
+			"tls":   map[string]any{"certManager": map[string]any{"enabled": true, "issuerRef": map[string]any{"name": "ca"}}},
+			"tier1": map[string]any{"tls": map[string]any{"enabled": true}}},
+		"grafanaDashboard": map[string]any{"enabled": true},
+	}))
+	require.NoError(t, err)
+	assert.Equal(t, releasecommon.StatusDeployed, other.Info.Status)
+	checkPodSecurity(ctx, t, cs, otherNS)
+	checkMonitoring(ctx, t, srv, otherNS, "events-b-otel-k8sevents", "events-b-otel-k8sevents-tls")
+	checkEffective(ctx, t, cs, otherNS, "events-b-otel-k8sevents-tier1", map[string]any{
+		"receivers::k8seventsotlp::protocols::grpc::tls::cert_file": "/etc/otelcol/tls/tls.crt",
+		"receivers::k8seventsotlp::protocols::http::tls::key_file":  "/etc/otelcol/tls/tls.key",
+	})
+	checkOwnEvents(ctx, t, srv, otherNS, map[string]string{
+		"events-b-otel-k8sevents": "example.com/mirror-b", "events-b-otel-k8sevents-tier2": "example.com/ingest-b",
+	}, []string{"example.com/mirror", "example.com/ingest", "kubelet"})
+	checkOwnEvents(ctx, t, srv, releaseNS, mirrorOwn, []string{"example.com/mirror-b", "example.com/ingest-b"})
+}
+
+// upgradeValues are the values of the upgrade: both shapes, other
+// replicas, controllers, digest, audience, cluster name and TLS Secret,
+// every pod knob, every monitor and cert-manager, and a configuration of
+// the user's for each workload.
+func upgradeValues() map[string]any {
+	return map[string]any{
+		"image":             map[string]any{"digest": digest2, "pullPolicy": "Always"},
+		"imagePullSecrets":  []any{map[string]any{"name": "regcred"}},
+		"commonLabels":      map[string]any{"team": "platform"},
+		"podAnnotations":    map[string]any{"example.com/owner": "platform"},
+		"priorityClassName": "events-critical",
+		"nodeSelector":      map[string]any{"kubernetes.io/os": "linux"},
+		"tolerations":       []any{map[string]any{"key": "dedicated", "operator": "Exists", "effect": "NoSchedule"}},
+		"extraEnvs":         []any{map[string]any{"name": "MIRROR_BURST", "value": "80"}},
+		"extraVolumes":      []any{map[string]any{"name": "extra", "emptyDir": map[string]any{}}},
+		"extraVolumeMounts": []any{map[string]any{"name": "extra", "mountPath": "/extra"}},
+		// OpenShift's restricted-v2 assigns the user and the group.
+		"podSecurityContext": map[string]any{"runAsUser": nil, "fsGroup": nil},
+		"serviceMonitor":     map[string]any{"enabled": true},
+		"podMonitor":         map[string]any{"enabled": true},
+		"prometheusRule":     map[string]any{"enabled": true},
+		"grafanaDashboard":   map[string]any{"enabled": true},
+		"tests":              map[string]any{"timeoutSeconds": 90},
+		"mirror": map[string]any{"reportingController": "example.com/mirror", "config": map[string]any{
+			"exporters": map[string]any{"k8sevents": map[string]any{"qps": 7, "burst": "${env:MIRROR_BURST}"}},
+			"service":   map[string]any{"telemetry": map[string]any{"metrics": map[string]any{"level": "detailed"}}},
+		}},
+		"otlp": map[string]any{
+			"enabled": true, "reportingController": "example.com/ingest", "audience": "events-audience",
+			"clusterName": "prod-eu",
+			"tls": map[string]any{"secretName": "tiers-tls", "certManager": map[string]any{"enabled": true,
+				"issuerRef": map[string]any{"name": "corp-ca", "kind": "ClusterIssuer"}}},
+			"tier1": map[string]any{"replicas": 3, "recordsPerSecond": 5, "burst": 40,
+				"config": map[string]any{"processors": map[string]any{"memory_limiter": map[string]any{"limit_percentage": 70}}}},
+			"tier2": map[string]any{"replicas": 4, "config": map[string]any{"exporters": map[string]any{"k8sevents": map[string]any{"adopt_window": "10m"}}}},
+		},
+	}
 }
 
 // helmConfig is Helm's action configuration for the cluster of kubeconfig,
-// in releaseNS, releases kept in Secrets (helm's default).
-func helmConfig(t *testing.T, kubeconfig string) *action.Configuration {
+// in namespace ns, releases kept in Secrets (helm's default).
+func helmConfig(t *testing.T, kubeconfig, ns string) *action.Configuration {
 	t.Helper()
 	flags := genericclioptions.NewConfigFlags(false)
 	flags.KubeConfig = &kubeconfig
-	ns := releaseNS
 	flags.Namespace = &ns
 	cfg := action.NewConfiguration(action.ConfigurationSetLogger(slog.NewTextHandler(io.Discard, nil)))
-	require.NoError(t, cfg.Init(flags, releaseNS, "secret"))
+	require.NoError(t, cfg.Init(flags, ns, "secret"))
 	cfg.Capabilities = capabilities(t, flags)
 	return cfg
 }
@@ -149,191 +244,14 @@ func capabilities(t *testing.T, flags *genericclioptions.ConfigFlags) *common.Ca
 	return &common.Capabilities{APIVersions: apis, KubeVersion: *v, HelmVersion: common.DefaultCapabilities.HelmVersion}
 }
 
-// install is helm install NAME CHART -n releaseNS --set vals.
-func install(ctx context.Context, cfg *action.Configuration, name string, ch *chart.Chart, vals map[string]any) (*releasev1.Release, error) {
+// install is helm install NAME CHART -n ns --set vals.
+func install(ctx context.Context, cfg *action.Configuration, ns, name string, ch *chart.Chart, vals map[string]any) (*releasev1.Release, error) {
 	in := action.NewInstall(cfg)
-	in.ReleaseName, in.Namespace = name, releaseNS
+	in.ReleaseName, in.Namespace = name, ns
 	in.WaitStrategy = kube.HookOnlyStrategy // the CLI's default: no pod runs here (no kubelet)
 	rel, err := in.RunWithContext(ctx, ch, vals)
 	if err != nil {
 		return nil, err
 	}
 	return rel.(*releasev1.Release), nil
-}
-
-// checkMirror: the mirror's StatefulSet runs the image by digest as
-// controller, one replica, its ConfigMap is mirror.yaml, and its
-// ServiceAccount (of releaseNS) has the receiver's, the exporter's and
-// the Lease's rights there.
-func checkMirror(ctx context.Context, t *testing.T, cs kubernetes.Interface, digest, controller string) {
-	t.Helper()
-	ss, err := cs.AppsV1().StatefulSets(releaseNS).Get(ctx, "otel-k8sevents", metav1.GetOptions{})
-	require.NoError(t, err)
-	assert.EqualValues(t, 1, *ss.Spec.Replicas)
-	c := ss.Spec.Template.Spec.Containers[0]
-	assert.Equal(t, "otelcol-k8sevents:0.1.0@"+digest, c.Image)
-	assert.Equal(t, controller, envOf(c.Env, "REPORTING_CONTROLLER"))
-	assert.Equal(t, readyConfig(t, "mirror.yaml"), configOf(ctx, t, cs, "otel-k8sevents"))
-	sa := "system:serviceaccount:" + releaseNS + ":otel-k8sevents"
-	for _, c := range []struct {
-		verb, group, resource, ns, name string
-		allowed                         bool
-	}{
-		{"watch", "events.k8s.io", "events", "", "", true},
-		{"patch", "", "events", appNS, "", true},
-		{"get", "", "namespaces", "", "kube-system", true},
-		{"update", "coordination.k8s.io", "leases", releaseNS, "otel-k8sevents", true},
-		{"update", "coordination.k8s.io", "leases", "otel-k8sevents", "otel-k8sevents", false},
-		{"create", "authentication.k8s.io", "tokenreviews", "", "", false},
-	} {
-		assert.Equal(t, c.allowed, allowed(ctx, t, cs, sa, c.verb, c.group, c.resource, c.ns, c.name),
-			"%s may %s %s/%s %q in %q", sa, c.verb, c.group, c.resource, c.name, c.ns)
-	}
-}
-
-// checkOTLP: the tiers as the upgrade's values say.
-func checkOTLP(ctx context.Context, t *testing.T, cs kubernetes.Interface) {
-	t.Helper()
-	tier1, err := cs.AppsV1().Deployments(releaseNS).Get(ctx, "otelcol-tier1", metav1.GetOptions{})
-	require.NoError(t, err)
-	tier2, err := cs.AppsV1().StatefulSets(releaseNS).Get(ctx, "otelcol-tier2", metav1.GetOptions{})
-	require.NoError(t, err)
-	assert.EqualValues(t, 3, *tier1.Spec.Replicas)
-	assert.EqualValues(t, 4, *tier2.Spec.Replicas)
-
-	c1, c2 := tier1.Spec.Template.Spec.Containers[0], tier2.Spec.Template.Spec.Containers[0]
-	var ring []string
-	require.NoError(t, yaml.Unmarshal([]byte(envOf(c1.Env, "TIER2_ENDPOINTS")), &ring))
-	assert.Equal(t, []string{
-		"otelcol-tier2-0.otelcol-tier2:4317", "otelcol-tier2-1.otelcol-tier2:4317",
-		"otelcol-tier2-2.otelcol-tier2:4317", "otelcol-tier2-3.otelcol-tier2:4317",
-	}, ring, "tier 1 routes to every tier-2 pod by its stable name")
-	assert.Equal(t, "events-audience", envOf(c1.Env, "OTLP_AUDIENCE"))
-	assert.Equal(t, "prod-eu", envOf(c1.Env, "CLUSTER_NAME"))
-	assert.Equal(t, "example.com/ingest", envOf(c2.Env, "REPORTING_CONTROLLER"))
-	for _, c := range []corev1.Container{c1, c2} {
-		assert.Equal(t, "otelcol-k8sevents:0.1.0@"+digest2, c.Image)
-	}
-	for name, pod := range map[string]corev1.PodSpec{"tier 1": tier1.Spec.Template.Spec, "tier 2": tier2.Spec.Template.Spec} {
-		var secrets []string
-		for _, v := range pod.Volumes {
-			if v.Projected != nil {
-				for _, s := range v.Projected.Sources {
-					if s.Secret != nil {
-						secrets = append(secrets, s.Secret.Name)
-					}
-				}
-			}
-		}
-		assert.Equal(t, []string{"tiers-tls"}, secrets, "%s mounts the TLS Secret of otlp.tls.secretName", name)
-	}
-	assert.Equal(t, readyConfig(t, "tier1-loadbalancer.yaml"), configOf(ctx, t, cs, "otelcol-tier1"))
-	assert.Equal(t, readyConfig(t, "tier2-processor.yaml"), configOf(ctx, t, cs, "otelcol-tier2"))
-
-	sa := func(name string) string { return "system:serviceaccount:" + releaseNS + ":" + name }
-	assert.True(t, allowed(ctx, t, cs, sa("otelcol-tier1"), "create", "authentication.k8s.io", "tokenreviews", "", ""))
-	assert.True(t, allowed(ctx, t, cs, sa("otelcol-tier2"), "create", "events.k8s.io", "events", appNS, ""))
-	assert.False(t, allowed(ctx, t, cs, sa("otelcol-tier2"), "watch", "events.k8s.io", "events", "", ""))
-}
-
-// checkPodSecurity: the namespace enforces restricted (a pod without a
-// security context is refused) and every workload's pod is admitted (a dry
-// run: there is no kubelet to run it).
-func checkPodSecurity(ctx context.Context, t *testing.T, cs kubernetes.Interface) {
-	t.Helper()
-	dryRun := metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}}
-	bare := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "bare", Namespace: releaseNS},
-		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "busybox"}}}}
-	_, err := cs.CoreV1().Pods(releaseNS).Create(ctx, bare, dryRun)
-	require.True(t, apierrors.IsForbidden(err), "a pod without a security context must be refused: %v", err)
-	pods := map[string]corev1.PodSpec{}
-	sts, err := cs.AppsV1().StatefulSets(releaseNS).List(ctx, metav1.ListOptions{})
-	require.NoError(t, err)
-	for _, s := range sts.Items {
-		spec := s.Spec.Template.Spec // and its volume claims, as the StatefulSet controller adds them
-		for _, c := range s.Spec.VolumeClaimTemplates {
-			spec.Volumes = append(spec.Volumes, corev1.Volume{Name: c.Name, VolumeSource: corev1.VolumeSource{
-				PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: c.Name + "-" + s.Name + "-0"}}})
-		}
-		pods[s.Name] = spec
-	}
-	deps, err := cs.AppsV1().Deployments(releaseNS).List(ctx, metav1.ListOptions{})
-	require.NoError(t, err)
-	for _, d := range deps.Items {
-		pods[d.Name] = d.Spec.Template.Spec
-	}
-	require.NotEmpty(t, pods)
-	for name, spec := range pods {
-		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name + "-0", Namespace: releaseNS}, Spec: spec}
-		_, err := cs.CoreV1().Pods(releaseNS).Create(ctx, pod, dryRun)
-		assert.NoError(t, err, "%s's pod under the restricted Pod Security Standard", name)
-	}
-}
-
-// checkOwnEvents: each collector ServiceAccount (name -> its reporting
-// controller) may create an Event of its own controller in appNS, and the
-// admission policy refuses it every one of others. The API server starts
-// using a changed policy a moment after it is written.
-func checkOwnEvents(ctx context.Context, t *testing.T, srv *kubetest.Server, own map[string]string, others []string) {
-	t.Helper()
-	for sa, controller := range own {
-		c, err := kubernetes.NewForConfig(srv.RESTConfigFor(srv.ServiceAccountToken(t, releaseNS, sa, time.Hour)))
-		require.NoError(t, err)
-		write := func(controller string) error {
-			ev := &corev1.Event{
-				ObjectMeta:     metav1.ObjectMeta{GenerateName: "e-", Namespace: appNS},
-				InvolvedObject: corev1.ObjectReference{Kind: "Pod", Namespace: appNS, Name: "web-0", APIVersion: "v1"},
-				Reason:         "BackOff", Message: "m", Type: corev1.EventTypeWarning,
-				ReportingController: controller, ReportingInstance: "i",
-				FirstTimestamp: metav1.Now(), LastTimestamp: metav1.Now(), Count: 1,
-			}
-			_, err := c.CoreV1().Events(appNS).Create(ctx, ev, metav1.CreateOptions{})
-			return err
-		}
-		assert.EventuallyWithT(t, func(c *assert.CollectT) {
-			for _, other := range others {
-				err := write(other)
-				assert.True(c, byPolicy(err), "%s writes an Event of %s: want refused by the policy, got %v", sa, other, err)
-			}
-		}, time.Minute, 200*time.Millisecond)
-		assert.NoError(t, write(controller), "%s writes an Event of its own %s", sa, controller)
-	}
-}
-
-func byPolicy(err error) bool {
-	return err != nil && strings.Contains(err.Error(), "ValidatingAdmissionPolicy 'otel-k8sevents-own-events'")
-}
-
-// allowed asks the API server's authorizer (SubjectAccessReview).
-func allowed(ctx context.Context, t *testing.T, cs kubernetes.Interface, user, verb, group, resource, ns, name string) bool {
-	t.Helper()
-	r, err := cs.AuthorizationV1().SubjectAccessReviews().Create(ctx, &authzv1.SubjectAccessReview{Spec: authzv1.SubjectAccessReviewSpec{
-		User: user, Groups: []string{"system:serviceaccounts", "system:serviceaccounts:" + releaseNS, "system:authenticated"},
-		ResourceAttributes: &authzv1.ResourceAttributes{Verb: verb, Group: group, Resource: resource, Namespace: ns, Name: name},
-	}}, metav1.CreateOptions{})
-	require.NoError(t, err)
-	return r.Status.Allowed
-}
-
-func configOf(ctx context.Context, t *testing.T, cs kubernetes.Interface, name string) string {
-	t.Helper()
-	cm, err := cs.CoreV1().ConfigMaps(releaseNS).Get(ctx, name, metav1.GetOptions{})
-	require.NoError(t, err)
-	return cm.Data["config.yaml"]
-}
-
-func readyConfig(t *testing.T, name string) string {
-	t.Helper()
-	b, err := os.ReadFile(filepath.Join(root, "testdata", "config", name))
-	require.NoError(t, err)
-	return string(b)
-}
-
-func envOf(env []corev1.EnvVar, name string) string {
-	for _, e := range env {
-		if e.Name == name {
-			return e.Value
-		}
-	}
-	return ""
 }

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"path"
 	"path/filepath"
 	"strings"
 
@@ -26,7 +25,9 @@ const (
 
 // deployFiles are the files of deploy/, each made of the chart's templates
 // in this order. The Namespace comes first in both files that can be
-// applied alone (the mirror, and tier 2 with tier 1).
+// applied alone (the mirror, and tier 2 with tier 1). monitoring/ holds the
+// objects of the Prometheus Operator's CRDs, which kubectl apply -k deploy/
+// leaves out.
 var deployFiles = []struct {
 	name      string
 	templates []string
@@ -37,6 +38,8 @@ var deployFiles = []struct {
 	{"otlp-tier1.yaml", []string{"otlp-tier1.yaml"}},
 	{"otlp-tier2.yaml", []string{"namespace.yaml", "otlp-tier2.yaml"}},
 	{"admission-policy.yaml", []string{"admission-policy.yaml"}},
+	{"monitoring/servicemonitor.yaml", []string{"servicemonitor.yaml"}},
+	{"monitoring/prometheusrule.yaml", []string{"prometheusrule.yaml"}},
 }
 
 // loadChart loads the chart of the repository at root.
@@ -50,11 +53,22 @@ func loadChart(root string) (*chart.Chart, error) {
 
 // render renders the chart's templates with vals over its values.yaml, as
 // helm template does, into the release namespace ns: each template's
-// output by its file name (collector.yaml, ...), before Helm sorts the
-// objects by kind. Strict, unlike helm template: a template that names a
+// output by its path under templates/ (collector.yaml, tests/..., ...),
+// before Helm sorts the objects by kind. Strict, unlike helm template: a template that names a
 // value values.yaml does not have fails rather than rendering it empty.
 func render(ch *chart.Chart, vals map[string]any, ns string) (map[string]string, error) {
-	top, err := util.ToRenderValues(ch, vals, common.ReleaseOptions{Name: deployRelease, Namespace: ns, IsInstall: true}, nil)
+	return renderRelease(ch, vals, deployRelease, ns, false)
+}
+
+// renderUnchecked is render without values.schema.json, as
+// helm install --skip-schema-validation.
+func renderUnchecked(ch *chart.Chart, vals map[string]any, ns string) (map[string]string, error) {
+	return renderRelease(ch, vals, deployRelease, ns, true)
+}
+
+// renderRelease is render of the release name.
+func renderRelease(ch *chart.Chart, vals map[string]any, name, ns string, skipSchema bool) (map[string]string, error) {
+	top, err := util.ToRenderValuesWithSchemaValidation(ch, vals, common.ReleaseOptions{Name: name, Namespace: ns, IsInstall: true}, nil, skipSchema)
 	if err != nil {
 		return nil, fmt.Errorf("values: %w", err)
 	}
@@ -64,15 +78,15 @@ func render(ch *chart.Chart, vals map[string]any, ns string) (map[string]string,
 	}
 	byFile := map[string]string{}
 	for name, text := range out {
-		byFile[path.Base(name)] = text
+		byFile[strings.TrimPrefix(name, ch.Name()+"/templates/")] = text
 	}
 	return byFile, nil
 }
 
 // deployManifests renders the chart at root with deploy-values.yaml into
 // the files of deploy/ (name -> content). Every template of the chart
-// must be in deployFiles and render something, so that deploy/ holds all
-// of the chart.
+// that renders something with deploy-values.yaml must be in deployFiles,
+// so that deploy/ holds all of it, but the helm test hooks (tests/).
 func deployManifests(root string) (map[string][]byte, error) {
 	ch, err := loadChart(root)
 	if err != nil {
@@ -100,8 +114,8 @@ func deployManifests(root string) (map[string][]byte, error) {
 		}
 		files[f.name] = []byte(header(f.templates) + strings.Join(docs, "\n---\n") + "\n")
 	}
-	for name := range rendered {
-		if !used[name] && name != "NOTES.txt" && !strings.HasPrefix(name, "_") {
+	for name, text := range rendered {
+		if !used[name] && strings.TrimSpace(text) != "" && name != "NOTES.txt" && !strings.HasPrefix(name, "tests/") {
 			return nil, fmt.Errorf("template %s is in no file of deploy/: add it to deployFiles", name)
 		}
 	}
@@ -118,7 +132,11 @@ func header(templates []string) string {
 // writeDeploy writes the files of deploy/ under root.
 func writeDeploy(root string, files map[string][]byte) error {
 	for name, b := range files {
-		if err := os.WriteFile(filepath.Join(root, deployDir, name), b, 0o644); err != nil {
+		path := filepath.Join(root, deployDir, name)
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			return fmt.Errorf("write %s: %w", name, err)
+		}
+		if err := os.WriteFile(path, b, 0o644); err != nil {
 			return fmt.Errorf("write %s: %w", name, err)
 		}
 	}

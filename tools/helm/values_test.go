@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -13,9 +14,9 @@ import (
 )
 
 // TestHelmValuesDocumented: every row of the README's values table names a
-// value of values.yaml, with its default as values.yaml has it, and a
-// comment there; every value of values.yaml is in a row (itself, or a map
-// around it such as resources).
+// value of values.yaml, with its default as values.yaml has it, a comment
+// there and a property in values.schema.json; every value of values.yaml
+// is in a row (itself, or a map around it such as resources).
 func TestHelmValuesDocumented(t *testing.T) {
 	readme, err := os.ReadFile(filepath.Join(root, chartDir, "README.md"))
 	require.NoError(t, err)
@@ -46,7 +47,17 @@ func TestHelmValuesDocumented(t *testing.T) {
 	}
 	walk("", doc.Content[0])
 
+	raw, err := os.ReadFile(filepath.Join(root, chartDir, "values.schema.json"))
+	require.NoError(t, err)
+	var schema map[string]any
+	require.NoError(t, json.Unmarshal(raw, &schema))
 	for path, def := range rows {
+		node := schema
+		for _, k := range strings.Split(path, ".") {
+			props, _ := node["properties"].(map[string]any)
+			node, _ = props[k].(map[string]any)
+		}
+		assert.NotNil(t, node, "README row %s has no property in values.schema.json", path)
 		e, ok := entries[path]
 		if !assert.True(t, ok, "README row %s is no value of values.yaml", path) {
 			continue

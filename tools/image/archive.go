@@ -18,26 +18,23 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 )
 
-// writeArchive writes img as an OCI image layout in layoutDir, adds the
-// docker-archive manifest.json naming the same blobs, and tars the whole
-// into out. The layout's index names the image by its tag (the annotations
-// podman and containerd read); manifest.json gives docker load its RepoTags.
-func writeArchive(img v1.Image, tag, layoutDir, out string) error {
-	ref, err := name.NewTag(tag)
-	if err != nil {
-		return fmt.Errorf("-tag %q: %w", tag, err)
-	}
+// writeArchive writes idx as an OCI image layout in layoutDir, adds the
+// docker-archive manifest.json naming docker's image (one of idx's) by the
+// same blobs, and tars the whole into out. The layout's index names idx by
+// its tag (the annotations podman and containerd read); manifest.json
+// gives docker load its RepoTags.
+func writeArchive(idx v1.ImageIndex, docker v1.Image, ref name.Tag, layoutDir, out string) error {
 	p, err := layout.Write(layoutDir, empty.Index)
 	if err != nil {
 		return fmt.Errorf("OCI layout: %w", err)
 	}
-	if err := p.AppendImage(img, layout.WithAnnotations(map[string]string{
+	if err := p.AppendIndex(idx, layout.WithAnnotations(map[string]string{
 		"org.opencontainers.image.ref.name": ref.TagStr(),
 		"io.containerd.image.name":          ref.String(),
 	})); err != nil {
 		return fmt.Errorf("OCI layout: %w", err)
 	}
-	dm, err := dockerManifest(img, ref)
+	dm, err := dockerManifest(docker, ref)
 	if err != nil {
 		return err
 	}

@@ -1,12 +1,16 @@
 // A tools module of its own, so that the image builder's dependencies
-// (go-containerregistry) stay out of the components' module.
+// (go-containerregistry, spdx/tools-golang) stay out of the components' module.
 module github.com/k8sevents/otel-k8sevents/tools/image
 
 go 1.26.0
 
-require github.com/google/go-containerregistry v0.22.1
+require (
+	github.com/google/go-containerregistry v0.22.1
+	github.com/spdx/tools-golang v0.5.7
+)
 
 require (
+	github.com/anchore/go-struct-converter v0.1.0 // indirect
 	github.com/docker/cli v29.7.2+incompatible // indirect
 	github.com/docker/docker-credential-helpers v0.9.3 // indirect
 	github.com/google/go-cmp v0.7.0 // indirect

@@ -47,11 +47,11 @@ func staticArch(binary string) (string, error) {
 	return "", fmt.Errorf("%s: ELF machine %s has no OCI architecture name here", binary, f.Machine)
 }
 
-// image is the one-layer image of s on an empty base, with OCI media types;
-// the layer's tar is written under dir.
-func image(s spec, arch, dir string) (v1.Image, error) {
+// image is the one-layer image of s with binary (for linux/arch) on an
+// empty base, with OCI media types; the layer's tar is written under dir.
+func image(s spec, binary, arch, dir string) (v1.Image, error) {
 	layerTar := filepath.Join(dir, "layer.tar")
-	if err := writeLayer(s, layerTar); err != nil {
+	if err := writeLayer(s, binary, layerTar); err != nil {
 		return nil, err
 	}
 	layer, err := tarball.LayerFromFile(layerTar, tarball.WithMediaType(types.OCILayer))
@@ -97,10 +97,10 @@ type entry struct {
 
 // writeLayer writes the layer's tar: root-owned files with fixed times, so
 // that the same inputs make the same layer digest.
-func writeLayer(s spec, out string) error {
+func writeLayer(s spec, binary, out string) error {
 	entries := []entry{
 		{name: "tmp/", mode: 0o1777},
-		{name: strings.TrimPrefix(inImage, "/"), src: s.Binary, mode: 0o755},
+		{name: strings.TrimPrefix(inImage, "/"), src: binary, mode: 0o755},
 	}
 	dirs := map[string]bool{}
 	addDirs := func(p string) {

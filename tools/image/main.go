@@ -1,13 +1,22 @@
-// Command image writes the collector distribution as an OCI image, without
-// a container daemon: one layer on an empty base with the static binary, the
-// ready configurations and an empty /tmp; entrypoint the binary, a non-root
-// user. The output is one tar file that is both an OCI image layout
-// (oci-layout, index.json, blobs/) and a docker-archive (manifest.json
-// naming the same blobs), so docker load, podman load and crane push read it.
+// Command image writes the collector distribution as a multi-platform OCI
+// image, without a container daemon, and pushes it.
 //
-// Usage (make image):
+// Each -binary (one per platform, its architecture read from its ELF
+// header) becomes one image: one layer on an empty base with the static
+// binary, the ready configurations and an empty /tmp; entrypoint the
+// binary, a non-root user. Next to each image goes its SBOM: an SPDX 2.3
+// JSON document made from the binary's Go build information, in an in-toto
+// statement in an attestation manifest, as docker buildx attaches SBOMs.
+// An OCI image index names them all. The output is one tar file that is
+// both an OCI image layout (oci-layout, index.json, blobs/) and a
+// docker-archive of the first -binary's image (manifest.json naming the
+// same blobs), so docker load, podman load, skopeo and crane read it.
 //
-//	go run . -binary ../../bin/otelcol-k8sevents -configs ../../testdata/config -out ../../bin/otelcol-k8sevents-image.tar
+// Usage (make image, make push-image):
+//
+//	go run . -binary ../../bin/otelcol-k8sevents -binary ../../bin/linux-arm64/otelcol-k8sevents \
+//	    -configs ../../testdata/config -tag otelcol-k8sevents:0.1.0 -out ../../bin/otelcol-k8sevents-image.tar
+//	go run . push -in ../../bin/otelcol-k8sevents-image.tar -image REGISTRY/otelcol-k8sevents:0.1.0
 package main
 
 import (
@@ -16,16 +25,14 @@ import (
 	"os"
 	"path/filepath"
 	"time"
-
-	v1 "github.com/google/go-containerregistry/pkg/v1"
 )
 
 // spec is what goes into the image.
 type spec struct {
-	Binary    string   // the collector, host path
+	Binaries  []string // the collector, one per platform, host paths
 	Configs   []string // ready configurations, host paths
 	CABundle  string   // a CA bundle to ship as /etc/ssl/certs/ca-certificates.crt; "" for none
-	Tag       string   // repository:tag the loaders name the image
+	Tag       string   // repository:tag the loaders name the image; its tag is the version
 	User      string   // uid:gid
 	ConfigDir string   // where the configurations go in the image
 	Created   time.Time
@@ -35,19 +42,31 @@ type spec struct {
 const inImage = "/otelcol-k8sevents"
 
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == "push" {
+		if err := pushMain(os.Args[2:]); err != nil {
+			fail(err)
+		}
+		return
+	}
 	var s spec
 	var configs, out, created string
-	flag.StringVar(&s.Binary, "binary", "bin/otelcol-k8sevents", "the collector binary (static: the base is empty)")
+	flag.Func("binary", "the collector binary for one platform (static: the base is empty); repeat for each platform, the first one is docker load's", func(v string) error {
+		s.Binaries = append(s.Binaries, v)
+		return nil
+	})
 	flag.StringVar(&configs, "configs", "testdata/config", "directory whose *.yaml go into the image under -config-dir")
 	flag.StringVar(&s.ConfigDir, "config-dir", "/etc/otelcol-k8sevents", "where the configurations go in the image")
 	flag.StringVar(&s.CABundle, "ca-bundle", "", "a CA bundle to ship as /etc/ssl/certs/ca-certificates.crt (empty: none; the empty base has no CA certificates)")
-	flag.StringVar(&s.Tag, "tag", "otelcol-k8sevents:0.1.0", "the name docker load and podman load give the image")
+	flag.StringVar(&s.Tag, "tag", "otelcol-k8sevents:0.1.0", "the name docker load and podman load give the image; its tag is the version the SBOM states")
 	flag.StringVar(&s.User, "user", "65532:65532", "uid:gid the container runs as (not root)")
-	flag.StringVar(&created, "created", "1970-01-01T00:00:00Z", "the image's creation time (fixed, so that the same binary makes the same image)")
+	flag.StringVar(&created, "created", "1970-01-01T00:00:00Z", "the image's creation time (fixed, so that the same binaries make the same image)")
 	flag.StringVar(&out, "out", "bin/otelcol-k8sevents-image.tar", "the image tar to write")
 	flag.Parse()
 	if flag.NArg() > 0 {
 		fail(fmt.Errorf("unexpected arguments %q", flag.Args()))
+	}
+	if len(s.Binaries) == 0 {
+		s.Binaries = []string{"bin/otelcol-k8sevents"}
 	}
 	var err error
 	if s.Created, err = time.Parse(time.RFC3339, created); err != nil {
@@ -59,40 +78,17 @@ func main() {
 	if len(s.Configs) == 0 {
 		fail(fmt.Errorf("-configs %s: no *.yaml there", configs))
 	}
-	digest, err := build(s, out)
+	b, err := build(s, out)
 	if err != nil {
 		fail(err)
 	}
-	fmt.Printf("image: wrote %s (%s, manifest %s)\n", out, s.Tag, digest)
+	fmt.Printf("image: wrote %s (%s, index %s)\n", out, s.Tag, b.Index)
+	for _, p := range b.Platforms {
+		fmt.Printf("image:   %s manifest %s, SBOM %s\n", p.Platform, p.Manifest, p.SBOM)
+	}
 }
 
 func fail(err error) {
 	fmt.Fprintln(os.Stderr, "image:", err)
 	os.Exit(1)
-}
-
-// build writes the image of s to out (through a temporary file, so that a
-// failed run leaves no image behind) and returns its manifest digest.
-func build(s spec, out string) (v1.Hash, error) {
-	arch, err := staticArch(s.Binary)
-	if err != nil {
-		return v1.Hash{}, err
-	}
-	tmp, err := os.MkdirTemp(filepath.Dir(out), ".image-")
-	if err != nil {
-		return v1.Hash{}, fmt.Errorf("temp dir: %w", err)
-	}
-	defer os.RemoveAll(tmp)
-	img, err := image(s, arch, tmp)
-	if err != nil {
-		return v1.Hash{}, err
-	}
-	part := filepath.Join(tmp, "image.tar")
-	if err := writeArchive(img, s.Tag, filepath.Join(tmp, "layout"), part); err != nil {
-		return v1.Hash{}, err
-	}
-	if err := os.Rename(part, out); err != nil {
-		return v1.Hash{}, fmt.Errorf("move the image to %s: %w", out, err)
-	}
-	return img.Digest()
 }

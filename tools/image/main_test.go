@@ -14,56 +14,64 @@ import (
 	"time"
 
 	"github.com/google/go-containerregistry/pkg/crane"
+	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/registry"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/layout"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/validate"
 )
 
-// staticHello builds a tiny static binary to put in a test image.
-func staticHello(t *testing.T) string {
+// staticHello builds a tiny static binary for linux/goarch to put in a
+// test image: a cross-compile of it costs seconds, of the distribution
+// minutes.
+func staticHello(t *testing.T, goarch string) string {
 	t.Helper()
 	dir := t.TempDir()
 	src := filepath.Join(dir, "main.go")
 	if err := os.WriteFile(src, []byte("package main\n\nfunc main() { println(\"hello\") }\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	bin := filepath.Join(dir, "hello")
+	bin := filepath.Join(dir, "hello-"+goarch)
 	// -trimpath and CGO_ENABLED=0, as the distribution: from empty caches
 	// the standard library it needs is then compiled already.
 	cmd := exec.Command("go", "build", "-trimpath", "-o", bin, src)
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOWORK=off", "GOFLAGS=")
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH="+goarch, "GOWORK=off", "GOFLAGS=")
 	cmd.Dir = dir
 	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("build a static binary: %v\n%s", err, out)
+		t.Fatalf("build a static binary for %s: %v\n%s", goarch, err, out)
 	}
 	return bin
 }
 
-func testSpec(t *testing.T) spec {
+func testSpec(t *testing.T, binaries ...string) spec {
 	t.Helper()
 	cfg := filepath.Join(t.TempDir(), "ready.yaml")
 	if err := os.WriteFile(cfg, []byte("receivers: {}\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	return spec{Binary: staticHello(t), Configs: []string{cfg}, Tag: "otelcol-k8sevents:0.1.0", User: "65532:65532",
+	return spec{Binaries: binaries, Configs: []string{cfg}, Tag: "otelcol-k8sevents:0.1.0", User: "65532:65532",
 		ConfigDir: "/etc/otelcol-k8sevents", Created: time.Unix(0, 0).UTC()}
 }
 
-// The tar reads back with go-containerregistry's own readers as an OCI
-// layout and as a docker-archive (what crane push reads), both valid
-// images with the same config; the same inputs make the same digest; and
-// what crane push would send arrives in a registry on loopback.
-func TestImageReadsBackAndPushes(t *testing.T) {
-	s := testSpec(t)
+// TestImageIndexReadsBackAndPushes: from an amd64 and an arm64 binary, the
+// tar reads back with go-containerregistry's own readers as an OCI layout
+// holding one valid index: an image per platform, in the binaries' order,
+// each with the right architecture and files, and an SBOM attestation per
+// image naming it (checkSBOM); as a docker-archive, the first binary's
+// image; the same inputs make the same digest; and make push-image's push
+// delivers the whole index to a registry on loopback, whose tag then
+// serves the built digest and each platform's image.
+func TestImageIndexReadsBackAndPushes(t *testing.T) {
+	s := testSpec(t, staticHello(t, "amd64"), staticHello(t, "arm64"))
 	dir := t.TempDir()
 	s.CABundle = filepath.Join(dir, "ca.pem")
 	if err := os.WriteFile(s.CABundle, []byte("not checked\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	out := filepath.Join(dir, "image.tar")
-	digest, err := build(s, out)
+	b, err := build(s, out)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,53 +79,112 @@ func TestImageReadsBackAndPushes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if again != digest {
-		t.Errorf("the same inputs made %s, then %s", digest, again)
+	if again.Index != b.Index {
+		t.Errorf("the same inputs made %s, then %s", b.Index, again.Index)
 	}
 
-	idx, err := layout.ImageIndexFromPath(untar(t, out))
+	layoutDir := t.TempDir()
+	if err := untar(out, layoutDir); err != nil {
+		t.Fatal(err)
+	}
+	root, err := layout.ImageIndexFromPath(layoutDir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	fromLayout, err := idx.Image(digest)
+	rm, err := root.IndexManifest()
 	if err != nil {
-		t.Fatalf("the layout has no image %s: %v", digest, err)
+		t.Fatal(err)
 	}
+	if len(rm.Manifests) != 1 || rm.Manifests[0].Digest != b.Index || rm.Manifests[0].Annotations["org.opencontainers.image.ref.name"] != "0.1.0" {
+		t.Fatalf("index.json: %+v, want the index %s tagged 0.1.0", rm.Manifests, b.Index)
+	}
+	idx, err := root.ImageIndex(b.Index)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := validate.Index(idx); err != nil {
+		t.Errorf("index: %v", err)
+	}
+	checkIndex(t, idx, s, b)
+
 	fromArchive, err := crane.Load(out)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for name, img := range map[string]v1.Image{"OCI layout": fromLayout, "docker-archive": fromArchive} {
-		if err := validate.Image(img); err != nil {
-			t.Errorf("%s: %v", name, err)
-		}
-		checkConfig(t, name, img)
+	if err := validate.Image(fromArchive); err != nil {
+		t.Errorf("docker-archive: %v", err)
 	}
-	wantFiles := map[string]int64{"otelcol-k8sevents": 0o755, "etc/otelcol-k8sevents/ready.yaml": 0o644,
-		"etc/ssl/certs/ca-certificates.crt": 0o644, "tmp": 0o1777}
-	if got := files(t, fromLayout); !maps.Equal(got, wantFiles) {
-		t.Errorf("layer files %v, want %v", got, wantFiles)
+	first, err := idx.Image(b.Platforms[0].Manifest)
+	if err != nil {
+		t.Fatal(err)
 	}
-	layoutCfg, _ := fromLayout.ConfigName()
+	firstCfg, _ := first.ConfigName()
 	archiveCfg, _ := fromArchive.ConfigName()
-	if layoutCfg != archiveCfg {
-		t.Errorf("config %s in the layout, %s in manifest.json", layoutCfg, archiveCfg)
+	if archiveCfg != firstCfg {
+		t.Errorf("docker-archive: config %s, want the first binary's image's %s", archiveCfg, firstCfg)
 	}
 
 	reg := httptest.NewServer(registry.New(registry.Logger(log.New(io.Discard, "", 0))))
 	defer reg.Close()
-	ref := strings.TrimPrefix(reg.URL, "http://") + "/otelcol-k8sevents:0.1.0"
-	if err := crane.Push(fromArchive, ref); err != nil {
-		t.Fatal(err)
-	}
-	pulled, err := crane.Pull(ref)
+	ref, err := name.NewTag(strings.TrimPrefix(reg.URL, "http://") + "/otelcol-k8sevents:0.1.0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	checkConfig(t, "pushed", pulled)
+	digest, err := push(t.Context(), out, ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if digest != b.Index.String() {
+		t.Errorf("push answered %s, want the built index %s", digest, b.Index)
+	}
+	pushed, err := remote.Index(ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkIndex(t, pushed, s, b)
+	arm, err := remote.Image(ref, remote.WithPlatform(v1.Platform{OS: "linux", Architecture: "arm64"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkConfig(t, "pulled linux/arm64", arm, "arm64")
 }
 
-func checkConfig(t *testing.T, name string, img v1.Image) {
+// checkIndex checks an index build wrote for s: per binary an image
+// for its platform (valid, its config and files) and its SBOM, nothing
+// else.
+func checkIndex(t *testing.T, idx v1.ImageIndex, s spec, b built) {
+	t.Helper()
+	im, err := idx.IndexManifest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(im.Manifests) != 2*len(s.Binaries) {
+		t.Fatalf("%d manifests in the index, want an image and an SBOM per binary (%d)", len(im.Manifests), len(s.Binaries))
+	}
+	for i, p := range b.Platforms {
+		d := im.Manifests[i]
+		if d.Platform == nil || d.Platform.String() != p.Platform || d.Digest != p.Manifest {
+			t.Errorf("manifest %d: %s for %v, want %s for %s", i, d.Digest, d.Platform, p.Manifest, p.Platform)
+			continue
+		}
+		img, err := idx.Image(d.Digest)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := validate.Image(img); err != nil {
+			t.Errorf("%s: %v", p.Platform, err)
+		}
+		checkConfig(t, p.Platform, img, d.Platform.Architecture)
+		wantFiles := map[string]int64{"otelcol-k8sevents": 0o755, "etc/otelcol-k8sevents/ready.yaml": 0o644,
+			"etc/ssl/certs/ca-certificates.crt": 0o644, "tmp": 0o1777}
+		if got := files(t, img); !maps.Equal(got, wantFiles) {
+			t.Errorf("%s: layer files %v, want %v", p.Platform, got, wantFiles)
+		}
+		checkSBOM(t, idx, im.Manifests[len(b.Platforms)+i], s.Binaries[i], p)
+	}
+}
+
+func checkConfig(t *testing.T, name string, img v1.Image, arch string) {
 	t.Helper()
 	cf, err := img.ConfigFile()
 	if err != nil {
@@ -126,8 +193,8 @@ func checkConfig(t *testing.T, name string, img v1.Image) {
 	if got := cf.Config.Entrypoint; len(got) != 1 || got[0] != inImage {
 		t.Errorf("%s: entrypoint %q", name, got)
 	}
-	if cf.Config.User != "65532:65532" || cf.OS != "linux" || cf.Architecture == "" {
-		t.Errorf("%s: user %q, os %q, architecture %q", name, cf.Config.User, cf.OS, cf.Architecture)
+	if cf.Config.User != "65532:65532" || cf.OS != "linux" || cf.Architecture != arch {
+		t.Errorf("%s: user %q, os %q, architecture %q, want 65532:65532, linux, %s", name, cf.Config.User, cf.OS, cf.Architecture, arch)
 	}
 }
 
@@ -156,57 +223,28 @@ func files(t *testing.T, img v1.Image) map[string]int64 {
 	}
 }
 
-// A dynamically linked binary is refused: it cannot start on an empty base.
-func TestDynamicBinaryRefused(t *testing.T) {
-	s := testSpec(t)
-	s.Binary = "/bin/sh"
-	if _, err := staticArch(s.Binary); err == nil {
-		t.Skip("/bin/sh is static here")
-	}
-	out := filepath.Join(t.TempDir(), "image.tar")
-	_, err := build(s, out)
-	if err == nil || !strings.Contains(err.Error(), "dynamically linked") {
-		t.Fatalf("err = %v, want a dynamically linked binary refused", err)
-	}
-	if _, err := os.Stat(out); !os.IsNotExist(err) {
-		t.Errorf("a refused build left %s: %v", out, err)
-	}
-}
-
-// untar unpacks the image tar into a directory.
-func untar(t *testing.T, p string) string {
-	t.Helper()
-	f, err := os.Open(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	dir := t.TempDir()
-	tr := tar.NewReader(f)
-	for {
-		h, err := tr.Next()
-		if err == io.EOF {
-			return dir
+// A dynamically linked binary is refused: it cannot start on an empty
+// base; and so is a second binary for a platform the index has already.
+func TestBinariesRefused(t *testing.T) {
+	hello := staticHello(t, "amd64")
+	for _, c := range []struct {
+		binaries []string
+		want     string
+	}{
+		{[]string{hello, "/bin/sh"}, "dynamically linked"},
+		{[]string{hello, hello}, "a second binary for linux/amd64"},
+	} {
+		if _, err := staticArch(c.binaries[1]); err == nil && c.binaries[1] == "/bin/sh" {
+			t.Log("/bin/sh is static here")
+			continue
 		}
-		if err != nil {
-			t.Fatal(err)
+		out := filepath.Join(t.TempDir(), "image.tar")
+		_, err := build(testSpec(t, c.binaries...), out)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%v: err = %v, want %q", c.binaries, err, c.want)
 		}
-		dst := filepath.Join(dir, filepath.FromSlash(h.Name))
-		if !strings.HasPrefix(dst, dir+string(os.PathSeparator)) {
-			t.Fatalf("unsafe path %q", h.Name)
-		}
-		if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		w, err := os.Create(dst)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := io.Copy(w, tr); err != nil {
-			t.Fatal(err)
-		}
-		if err := w.Close(); err != nil {
-			t.Fatal(err)
+		if _, err := os.Stat(out); !os.IsNotExist(err) {
+			t.Errorf("a refused build left %s: %v", out, err)
 		}
 	}
 }

@@ -135,7 +135,11 @@ func authCases() []diffCase {
 	sar := func(spec string) string {
 		return `{"apiVersion":"authorization.k8s.io/v1","kind":"SubjectAccessReview","spec":` + spec + `}`
 	}
+	ssar := func(spec string) string {
+		return `{"apiVersion":"authorization.k8s.io/v1","kind":"SelfSubjectAccessReview","spec":` + spec + `}`
+	}
 	const trPath, sarPath = "/apis/authentication.k8s.io/v1/tokenreviews", "/apis/authorization.k8s.io/v1/subjectaccessreviews"
+	const ssarPath = "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews"
 	return []diffCase{
 		{name: "authentication and authorization answers", steps: []step{
 			get("", asBadToken, corePath),
@@ -179,6 +183,15 @@ func authCases() []diffCase {
 			post("", "", sarPath, sar(`{"user":"someone","groups":["system:masters"],"resourceAttributes":{"namespace":"{ns}","verb":"delete","resource":"pods"}}`)),
 			post("", "", sarPath, sar(`{"resourceAttributes":{"namespace":"{ns}","verb":"create","resource":"events"}}`)),
 			post("", "", sarPath, sar(`{"user":"{user:writer}"}`)),
+		}},
+		{name: "SelfSubjectAccessReview", steps: []step{
+			post("", asWriter, ssarPath, ssar(`{"resourceAttributes":{"namespace":"{ns}","verb":"create","resource":"events"}}`)),
+			post("", asWriter, ssarPath, ssar(`{"resourceAttributes":{"namespace":"{ns}","verb":"create","group":"events.k8s.io","resource":"events"}}`)),
+			post("", asWriter, ssarPath, ssar(`{"resourceAttributes":{"namespace":"{ns}","verb":"delete","resource":"pods"}}`)),
+			post("", asNobody, ssarPath, ssar(`{"resourceAttributes":{"namespace":"{ns}","verb":"create","resource":"events"}}`)),
+			post("", asLimited, ssarPath, ssar(`{"resourceAttributes":{"namespace":"`+limitedNamespace+`","verb":"create","resource":"events"}}`)),
+			post("", asLimited, ssarPath, ssar(`{"resourceAttributes":{"namespace":"{ns}","verb":"create","resource":"events"}}`)),
+			post("", asWriter, ssarPath, ssar(`{}`)),
 		}},
 	}
 }

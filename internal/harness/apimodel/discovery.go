@@ -25,7 +25,7 @@ type servedGroupVersion struct {
 var servedGroupVersions = []servedGroupVersion{
 	{gv: schema.GroupVersion{Version: "v1"}},
 	{gv: schema.GroupVersion{Group: "authentication.k8s.io", Version: "v1"}, reviews: []string{"tokenreviews"}},
-	{gv: schema.GroupVersion{Group: "authorization.k8s.io", Version: "v1"}, reviews: []string{"subjectaccessreviews"}},
+	{gv: schema.GroupVersion{Group: "authorization.k8s.io", Version: "v1"}, reviews: []string{"selfsubjectaccessreviews", "subjectaccessreviews"}},
 	{gv: schema.GroupVersion{Group: "coordination.k8s.io", Version: "v1"}},
 	{gv: schema.GroupVersion{Group: "events.k8s.io", Version: "v1"}},
 }
@@ -48,7 +48,7 @@ func (s *Server) servePath(info requestInfo) response {
 		return textResponse(http.StatusOK, "ok")
 	case "/readyz":
 		s.mu.Lock()
-		ready := s.ready
+		ready := s.ready && !s.roleBindingsUnsynced
 		s.mu.Unlock()
 		if !ready {
 			return textResponse(http.StatusInternalServerError,
@@ -113,7 +113,8 @@ func resourceList(sg servedGroupVersion) *metav1.APIResourceList {
 		})
 	}
 	for _, r := range sg.reviews {
-		kind := map[string]string{"tokenreviews": "TokenReview", "subjectaccessreviews": "SubjectAccessReview"}[r]
+		kind := map[string]string{"tokenreviews": "TokenReview", "subjectaccessreviews": "SubjectAccessReview",
+			"selfsubjectaccessreviews": "SelfSubjectAccessReview"}[r]
 		list.APIResources = append(list.APIResources, metav1.APIResource{
 			Name: r, SingularName: strings.ToLower(kind), Kind: kind, Verbs: []string{"create"},
 		})

@@ -7,6 +7,7 @@ package apimodel
 import (
 	"context"
 	"errors"
+	authzv1 "k8s.io/api/authorization/v1"
 	"net/url"
 	"testing"
 	"testing/synctest"
@@ -145,6 +146,36 @@ func TestStartingServer(t *testing.T) {
 	require.NoError(t, readyz(cs))
 	_, err = cs.CoreV1().Events("default").Create(ctx, bubbleEvent("a"), metav1.CreateOptions{})
 	require.NoError(t, err)
+}
+
+// TestRoleBindingsNotSynced: while RoleBindings have not synced, a rule for
+// one namespace allows nothing (its SubjectAccessReview says denied), a
+// cluster-wide one still does, and /readyz fails; synced, both allow.
+func TestRoleBindingsNotSynced(t *testing.T) {
+	s := New(Options{})
+	s.AddUser("reviewer-token", "reviewer")
+	s.Allow("reviewer", []string{"create"}, "authorization.k8s.io", "subjectaccessreviews", "")
+	s.Allow("app", []string{"create"}, "", "events", "default")
+	reviewer := kubernetes.NewForConfigOrDie(s.RESTConfig("reviewer-token"))
+	ctx := context.Background()
+	mayCreate := func() bool {
+		sar, err := reviewer.AuthorizationV1().SubjectAccessReviews().Create(ctx, &authzv1.SubjectAccessReview{Spec: authzv1.SubjectAccessReviewSpec{
+			User: "app", ResourceAttributes: &authzv1.ResourceAttributes{Namespace: "default", Verb: "create", Resource: "events"}}}, metav1.CreateOptions{})
+		require.NoError(t, err, "the reviewer's cluster-wide rule allows the review")
+		return sar.Status.Allowed
+	}
+	readyz := func() error {
+		_, err := reviewer.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(ctx)
+		return err
+	}
+
+	require.True(t, mayCreate())
+	s.SetRoleBindingsSynced(false)
+	assert.False(t, mayCreate(), "the app's rule is for one namespace")
+	assert.Error(t, readyz())
+	s.SetRoleBindingsSynced(true)
+	assert.True(t, mayCreate())
+	assert.NoError(t, readyz())
 }
 
 // TestDeleteNamespace: every Event in it goes (a watch sees each go), and

@@ -71,6 +71,38 @@ func commonAudiences(asked, held []string) []string {
 	return out
 }
 
+// selfSubjectAccessReview answers whether the caller may do what it asks,
+// as subjectAccessReview does for a named user.
+func (s *Server) selfSubjectAccessReview(body []byte, who identity) response {
+	var ssar authzv1.SelfSubjectAccessReview
+	if err := decodeInto(body, &ssar); err != nil {
+		return errorResponse(err)
+	}
+	spec := ssar.Spec
+	if (spec.ResourceAttributes == nil) == (spec.NonResourceAttributes == nil) {
+		// The API server names the kind of the decoded object, which is empty.
+		return errorResponse(apierrors.NewInvalid(schema.GroupKind{Group: "authorization.k8s.io"}, "",
+			field.ErrorList{field.Invalid(field.NewPath("spec", "resourceAttributes"), spec.NonResourceAttributes,
+				"exactly one of nonResourceAttributes or resourceAttributes must be specified")}))
+	}
+	info := requestInfo{}
+	if a := spec.ResourceAttributes; a != nil {
+		info = requestInfo{resourceRequest: true, verb: a.Verb, group: a.Group, version: a.Version, resource: a.Resource,
+			subresource: a.Subresource, name: a.Name, ns: a.Namespace}
+	} else {
+		info = requestInfo{verb: spec.NonResourceAttributes.Verb, path: spec.NonResourceAttributes.Path}
+	}
+	allowed := slices.Contains(who.groups, "system:masters")
+	if !allowed {
+		s.mu.Lock()
+		allowed = s.ready && s.allowedLocked(who.name, who.groups, info)
+		s.mu.Unlock()
+	}
+	ssar.Status = authzv1.SubjectAccessReviewStatus{Allowed: allowed}
+	ssar.TypeMeta = metav1.TypeMeta{APIVersion: "authorization.k8s.io/v1", Kind: "SelfSubjectAccessReview"}
+	return jsonResponse(http.StatusCreated, &ssar)
+}
+
 // subjectAccessReview answers whether spec's user may do what it asks, by
 // the Allow rules (system:masters: always).
 func (s *Server) subjectAccessReview(body []byte) response {

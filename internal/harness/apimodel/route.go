@@ -108,6 +108,8 @@ func (s *Server) serve(req *http.Request, body []byte) response {
 		return s.tokenReview(body)
 	case info.group == "authorization.k8s.io" && info.resource == "subjectaccessreviews" && info.verb == "create":
 		return s.subjectAccessReview(body)
+	case info.group == "authorization.k8s.io" && info.resource == "selfsubjectaccessreviews" && info.verb == "create":
+		return s.selfSubjectAccessReview(body, who)
 	}
 	rt := lookupResource(info.group, info.version, info.resource)
 	if rt == nil {
@@ -203,7 +205,13 @@ func (s *Server) allowedLocked(user string, groups []string, info requestInfo) b
 			strings.HasPrefix(info.path, "/api/") || strings.HasPrefix(info.path, "/apis/")
 		return discovery && slices.Contains(groups, "system:authenticated")
 	}
+	if info.group == "authorization.k8s.io" && info.resource == "selfsubjectaccessreviews" && info.verb == "create" {
+		return slices.Contains(groups, "system:authenticated") // system:basic-user
+	}
 	for _, r := range s.rules {
+		if s.roleBindingsUnsynced && r.namespace != "" {
+			continue
+		}
 		if r.user == user && r.matches(info.verb, info.group, info.resource, info.ns) {
 			return true
 		}

@@ -79,7 +79,9 @@ type Server struct {
 	tokens map[string]identity // bearer token -> who
 	rules  []rule
 	ready  bool
-	writes []Write
+	// roleBindingsUnsynced: rules for one namespace allow nothing yet.
+	roleBindingsUnsynced bool
+	writes               []Write
 	// The periodic compaction: the next one, and the revision it compacts at.
 	nextCompaction time.Time
 	compactAt      int64
@@ -255,6 +257,16 @@ func (s *Server) SetReady(ready bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.ready = ready
+}
+
+// SetRoleBindingsSynced false models a kube-apiserver further into its
+// start: its ClusterRoleBindings have synced, its RoleBindings not yet. A
+// rule of Allow for one namespace allows nothing (a SubjectAccessReview
+// for it answers denied), cluster-wide rules do, and /readyz fails.
+func (s *Server) SetRoleBindingsSynced(synced bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.roleBindingsUnsynced = !synced
 }
 
 // EndWatches ends every open watch, as a restarting API server's closed

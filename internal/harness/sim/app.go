@@ -91,6 +91,7 @@ func (a *app) deliver(req appRequest) {
 		cancel()
 		switch {
 		case err == nil:
+			a.w.logf("app %s: request of %d records taken (%d rejected)", a.name, len(req.keys), resp.PartialSuccess().RejectedLogRecords())
 			a.taken(req, int(resp.PartialSuccess().RejectedLogRecords()))
 			return
 		case !retryable(err):
@@ -102,6 +103,7 @@ func (a *app) deliver(req appRequest) {
 			a.outcome(req, 0, len(req.keys), 0)
 			return
 		}
+		a.w.logf("app %s: request of %d records failed, retried in %s: %v", a.name, len(req.keys), wait, err)
 		time.Sleep(wait)
 		wait = min(wait*3/2, 30*time.Second)
 	}

@@ -3,7 +3,9 @@ package sim
 import (
 	"context"
 	"errors"
+	"net"
 
+	"go.opentelemetry.io/collector/client"
 	"go.opentelemetry.io/collector/consumer/consumererror"
 	"go.opentelemetry.io/collector/pdata/plog"
 	"go.opentelemetry.io/collector/pdata/plog/plogotlp"
@@ -24,6 +26,7 @@ func call(ctx context.Context, to *process, headers map[string][]string, ld plog
 		err  error
 	}
 	done := make(chan answer, 1)
+	ctx = client.NewContext(ctx, client.Info{Addr: &net.TCPAddr{IP: net.IPv4(10, 0, 0, 1), Port: 40000}}) // as a receiver sees its peer
 	go func() {
 		resp, err := to.export(ctx, headers, wire)
 		done <- answer{resp, err}

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strings"
 
 	"go.opentelemetry.io/collector/component"
@@ -16,10 +15,22 @@ import (
 // are written: each process reads its file with its own environment, and
 // its pipeline is built from the file's service section.
 
-// configDir is testdata/config of the repository.
+// configDir is testdata/config of the repository: the first directory
+// above the working directory (a test runs in its package's directory)
+// that holds go.mod. Source paths are not used: builds run with -trimpath.
 func configDir() string {
-	_, file, _, _ := runtime.Caller(0)
-	return filepath.Join(filepath.Dir(file), "..", "..", "..", "testdata", "config")
+	dir, err := os.Getwd()
+	if err != nil {
+		return filepath.Join("testdata", "config")
+	}
+	for d := dir; ; d = filepath.Dir(d) {
+		if _, err := os.Stat(filepath.Join(d, "go.mod")); err == nil {
+			return filepath.Join(d, "testdata", "config")
+		}
+		if filepath.Dir(d) == d {
+			return filepath.Join(dir, "testdata", "config")
+		}
+	}
 }
 
 // loadConfig reads a ready configuration with env as its environment

@@ -2,6 +2,7 @@ package sim
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -102,6 +103,29 @@ func (e *emitters) emit(ctx context.Context, i, n int) error {
 		return fmt.Errorf("emit %d occurrences of %s/%s %s: %w", n, s.Namespace, s.Pod, s.Reason, err)
 	}
 	e.w.ledger.made(s.key(), n, now)
+	return nil
+}
+
+// send is one app's request with one occurrence of each of series.
+func (e *emitters) send(series []int) error {
+	if e.w.shape == ShapeMirror || len(series) == 0 {
+		return errors.New("send: only apps send requests, of at least one series")
+	}
+	var evs []k8sevent.Event
+	app := ""
+	for _, i := range series {
+		if i >= len(e.series) {
+			return fmt.Errorf("send: no series %d", i)
+		}
+		s := e.series[i]
+		if app != "" && s.Controller != app {
+			return fmt.Errorf("send: series %d is %s's, not %s's", i, s.Controller, app)
+		}
+		app = s.Controller
+		e.stamps++
+		evs = append(evs, appEvent(s, time.Now().Add(time.Duration(e.stamps))))
+	}
+	e.w.app(app).send(evs)
 	return nil
 }
 

@@ -27,6 +27,10 @@ const (
 	// FaultStarting: the server has just started: 403 to what RBAC
 	// allows, /readyz failing.
 	FaultStarting FaultKind = "starting"
+	// FaultHalfSynced: the server is further into its start: its
+	// RoleBindings have not synced, so a SubjectAccessReview of a user
+	// allowed in one namespace answers denied, and /readyz fails.
+	FaultHalfSynced FaultKind = "half-synced"
 	// FaultLostAnswer: writes are applied, then the answer is lost (a
 	// timeout after the server applied the write).
 	FaultLostAnswer FaultKind = "lost-answer"
@@ -109,27 +113,34 @@ func faultFor(kind FaultKind, r apimodel.Request) *apimodel.Fault {
 	return nil
 }
 
-// expireFaults forgets the faults that ended and ends a server start that
-// is over.
+// expireFaults forgets the faults that ended, and puts the server's start
+// in the state the faults in force say.
 func (w *World) expireFaults() {
 	w.mu.Lock()
 	now := time.Now()
-	starting := false
+	starting, halfSynced := false, false
 	kept := w.faults[:0]
 	for _, f := range w.faults {
 		if !f.expired(now) {
 			kept = append(kept, f)
 			starting = starting || f.kind == FaultStarting
+			halfSynced = halfSynced || f.kind == FaultHalfSynced
 		}
 	}
 	w.faults = kept
 	w.mu.Unlock()
 	w.api.SetReady(!starting)
+	w.api.SetRoleBindingsSynced(!halfSynced)
 }
 
+// addFault puts f in force; one that lasts a time ends at its time, not at
+// the next step.
 func (w *World) addFault(f *apiFault) {
 	w.mu.Lock()
 	w.faults = append(w.faults, f)
 	w.mu.Unlock()
 	w.expireFaults()
+	if !f.until.IsZero() {
+		time.AfterFunc(time.Until(f.until), w.expireFaults)
+	}
 }

@@ -68,6 +68,9 @@ var errDown = errors.New("sim: connection refused (the process is down)")
 
 // start builds and starts a new incarnation from the configuration.
 func (p *process) start(ctx context.Context) error {
+	if p.died() {
+		p.crash() // reaped: it died at a crash point since the last step
+	}
 	if p.inc != nil {
 		return fmt.Errorf("sim: %s is running", p.name)
 	}

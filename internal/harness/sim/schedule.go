@@ -17,6 +17,8 @@ type Schedule struct {
 	Replicas int
 	Series   []SourceSeries
 	Steps    []Step
+
+	crashIfRunning bool // parsing: the crash-at line being read has if-running
 }
 
 // Step is one thing that happens to the world.
@@ -28,6 +30,10 @@ type Step interface {
 // Emit: a source records N occurrences of series Series now (the cluster's
 // components in the mirror shape; an app's request in the OTLP shapes).
 type Emit struct{ Series, N int }
+
+// Send: an app sends one request with one occurrence of each series (all
+// of one app's): a request tier 1 splits over several tier-2 collectors.
+type Send struct{ Series []int }
 
 // Advance: time passes.
 type Advance struct{ D time.Duration }
@@ -46,18 +52,24 @@ type Fault struct {
 type Crash struct{ Proc string }
 
 // CrashAt: Proc dies at its N-th effect of Kind from now (api, storage,
-// send, answer), before the effect or just after it.
+// send, answer), before the effect or just after it; a process that is
+// down dies at the N-th effect of its next start.
 type CrashAt struct {
 	Proc, Kind string
 	N          int
 	After      bool
+	whileUp    bool // only on a running process, no-op on one that is down (if-running; see gen.go's known holes)
 }
 
 // Stop: Proc is stopped gracefully (SIGTERM: a rollout, a drain).
 type Stop struct{ Proc string }
 
-// Start: Proc starts (again), if it is down.
-type Start struct{ Proc string }
+// Start: Proc starts (again), if it is down; with DiskOK, on a disk that
+// takes writes (a disk fault ends first).
+type Start struct {
+	Proc   string
+	DiskOK bool
+}
 
 // Compact: the API server forgets the history of resourceVersions up to
 // now (etcd compaction): a watch from an older one answers 410.
@@ -71,15 +83,27 @@ type DiskFault struct {
 
 func (s Emit) String() string    { return fmt.Sprintf("emit %d %d", s.Series, s.N) }
 func (s Advance) String() string { return "advance " + s.D.String() }
+func (s Send) String() string {
+	return strings.TrimSpace("send " + strings.Trim(fmt.Sprint(s.Series), "[]"))
+}
 func (s Fault) String() string {
 	return fmt.Sprintf("fault %s %s %s %d", s.Kind, procOrAll(s.Proc), s.D, s.N)
 }
 func (s Crash) String() string { return "crash " + s.Proc }
 func (s CrashAt) String() string {
-	return fmt.Sprintf("crash-at %s %s %d %s", s.Proc, s.Kind, s.N, map[bool]string{false: "before", true: "after"}[s.After])
+	out := fmt.Sprintf("crash-at %s %s %d %s", s.Proc, s.Kind, s.N, map[bool]string{false: "before", true: "after"}[s.After])
+	if s.whileUp {
+		out += " if-running"
+	}
+	return out
 }
-func (s Stop) String() string  { return "stop " + s.Proc }
-func (s Start) String() string { return "start " + s.Proc }
+func (s Stop) String() string { return "stop " + s.Proc }
+func (s Start) String() string {
+	if s.DiskOK {
+		return "start " + s.Proc + " disk-ok"
+	}
+	return "start " + s.Proc
+}
 func (Compact) String() string { return "compact" }
 func (s DiskFault) String() string {
 	return fmt.Sprintf("disk %s %s", s.Proc, map[bool]string{false: "ok", true: "failing"}[s.Failing])
@@ -99,6 +123,10 @@ func (s Emit) apply(ctx context.Context, w *World) error {
 	return w.emitters.emit(ctx, s.Series, s.N)
 }
 
+func (s Send) apply(_ context.Context, w *World) error {
+	return w.emitters.send(s.Series)
+}
+
 func (s Advance) apply(_ context.Context, w *World) error {
 	w.advance(s.D)
 	return nil
@@ -106,6 +134,9 @@ func (s Advance) apply(_ context.Context, w *World) error {
 
 func (s Fault) apply(_ context.Context, w *World) error {
 	f := &apiFault{kind: s.Kind, proc: s.Proc, left: s.N}
+	if s.D == 0 && (s.Kind == FaultStarting || s.Kind == FaultHalfSynced) {
+		s.D = time.Duration(max(s.N, 1)) * 5 * time.Second // a server's start lasts a time, not a number of requests
+	}
 	if s.D > 0 {
 		f.until = time.Now().Add(s.D)
 	}
@@ -126,9 +157,11 @@ func (s CrashAt) apply(_ context.Context, w *World) error {
 	if err != nil {
 		return err
 	}
-	if p.inc == nil {
+	switch {
+	case p.inc == nil && s.whileUp:
+	case p.inc == nil:
 		p.crashAt = &crashPoint{kind: s.Kind, n: s.N, after: s.After}
-	} else {
+	default:
 		p.inc.life.arm(s.Kind, s.N, s.After)
 	}
 	return nil
@@ -146,8 +179,11 @@ func (s Stop) apply(ctx context.Context, w *World) error {
 
 func (s Start) apply(ctx context.Context, w *World) error {
 	p, err := w.proc(s.Proc)
-	if err != nil || p.inc != nil {
+	if err != nil || p.inc != nil && !p.died() {
 		return err
+	}
+	if s.DiskOK {
+		p.disk.setFailing(false)
 	}
 	if err := p.start(ctx); err != nil {
 		return err
@@ -209,11 +245,30 @@ func ParseSchedule(text string) (Schedule, error) {
 }
 
 func (s *Schedule) parseLine(f []string) error {
+	if f[0] == "send" {
+		var series []int
+		for _, v := range f[1:] {
+			n, err := strconv.Atoi(v)
+			if err != nil {
+				return err
+			}
+			series = append(series, n)
+		}
+		s.Steps = append(s.Steps, Send{Series: series})
+		return nil
+	}
 	want := map[string]int{"shape": 3, "series": 6, "emit": 3, "advance": 2, "fault": 5, "crash": 2, "crash-at": 5,
 		"stop": 2, "start": 2, "compact": 1, "disk": 3}
 	n, ok := want[f[0]]
 	if !ok {
 		return fmt.Errorf("unknown step %q", f[0])
+	}
+	if f[0] == "start" && len(f) == 3 && f[2] == "disk-ok" {
+		s.Steps = append(s.Steps, Start{Proc: f[1], DiskOK: true})
+		return nil
+	}
+	if f[0] == "crash-at" && len(f) == 6 && f[5] == "if-running" {
+		f, s.crashIfRunning = f[:5], true
 	}
 	if len(f) != n {
 		return fmt.Errorf("%s takes %d fields", f[0], n-1)
@@ -248,7 +303,8 @@ func (s *Schedule) parseLine(f []string) error {
 	case "crash":
 		s.Steps = append(s.Steps, Crash{Proc: f[1]})
 	case "crash-at":
-		s.Steps = append(s.Steps, CrashAt{Proc: f[1], Kind: f[2], N: num(f[3]), After: f[4] == "after"})
+		s.Steps = append(s.Steps, CrashAt{Proc: f[1], Kind: f[2], N: num(f[3]), After: f[4] == "after", whileUp: s.crashIfRunning})
+		s.crashIfRunning = false
 	case "stop":
 		s.Steps = append(s.Steps, Stop{Proc: f[1]})
 	case "start":

@@ -56,12 +56,17 @@ const (
 )
 
 const (
-	adminToken      = "sim-admin"
-	collectorNS     = "otel-k8sevents"
-	otlpAudience    = "otel-k8sevents"
-	mirrorCtrl      = "k8sevents.io/mirror"
-	ingestCtrl      = "k8sevents.io/otlp-ingestion"
-	finalQuietSpell = 45 * time.Minute
+	adminToken   = "sim-admin"
+	collectorNS  = "otel-k8sevents"
+	otlpAudience = "otel-k8sevents"
+	mirrorCtrl   = "k8sevents.io/mirror"
+	ingestCtrl   = "k8sevents.io/otlp-ingestion"
+	// finalSettle, finalQuiet, finalLimit: the end of a run waits
+	// finalSettle, then until finalQuiet passes without a write, at most
+	// finalLimit in all.
+	finalSettle = 10 * time.Minute
+	finalQuiet  = 5 * time.Minute
+	finalLimit  = time.Hour
 )
 
 // namespaces are the cluster's namespaces that Events are made in.
@@ -163,7 +168,7 @@ func (w *World) advance(d time.Duration) {
 // startAll starts every process that is down.
 func (w *World) startAll(ctx context.Context) {
 	for _, name := range w.names {
-		if p := w.procs[name]; p.inc == nil {
+		if p := w.procs[name]; p.inc == nil || p.died() {
 			if err := p.start(ctx); err != nil {
 				w.t.Fatalf("sim: %v", err)
 			}
@@ -179,7 +184,7 @@ func (w *World) finish(ctx context.Context) {
 	w.mu.Lock()
 	w.faults = nil
 	w.mu.Unlock()
-	w.api.SetReady(true)
+	w.expireFaults() // the server's start, if one was under way, is over
 	for _, d := range w.disksOf() {
 		d.setFailing(false)
 	}
@@ -193,7 +198,16 @@ func (w *World) finish(ctx context.Context) {
 	for _, a := range w.apps {
 		a.finish()
 	}
-	w.advance(finalQuietSpell)
+	// Quiet: series end finish_after after their last records, queues
+	// drain within their backoff; then nothing is written for a while.
+	w.advance(finalSettle)
+	for waited := finalSettle; waited < finalLimit; waited += finalQuiet {
+		before := len(w.api.Writes())
+		w.advance(finalQuiet)
+		if len(w.api.Writes()) == before {
+			break
+		}
+	}
 	w.stopAll(ctx)
 }
 

@@ -20,7 +20,12 @@ import (
 const (
 	batchSize     = 100
 	exportTimeout = 30 * time.Second
-	exportTries   = 8 // backoff from 100 ms, doubling: about 13 s of retries, enough for a collector to start
+	// exportTries and maxBackoff: from 100 ms, doubling to 2 s: about two
+	// minutes of retries, within the replay's deadline. A collector that
+	// restarts refuses a request until it is back (tier 1 holds nothing
+	// for a tier-2 pod that is away), as an app's OTLP exporter retries it.
+	exportTries = 64
+	maxBackoff  = 2 * time.Second
 )
 
 // OTLP sends the occurrences as OTLP logs over gRPC to endpoint
@@ -84,7 +89,7 @@ func (r *replay) export(ctx context.Context, client plogotlp.GRPCClient, ld plog
 		case codes.Unavailable, codes.ResourceExhausted, codes.Aborted, codes.DeadlineExceeded:
 			if try < exportTries && ctx.Err() == nil && time.Now().Add(backoff).Before(r.deadline) {
 				if ctxwait.Sleep(ctx, backoff) == nil {
-					backoff *= 2
+					backoff = min(2*backoff, maxBackoff)
 					continue
 				}
 			}

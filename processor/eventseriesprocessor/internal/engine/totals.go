@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"maps"
 	"math"
 	"time"
 
@@ -90,15 +91,30 @@ func (m *totals) set(key uint64, t total, recent, older bool, now int64) {
 }
 
 // rotate forgets the older generation: only the latest first time its
-// objects stated stays, no later than the clock allows.
+// objects stated stays, no later than the clock allows. An object whose
+// first time is later than that (a node's clock ahead of the collector's)
+// is kept instead, in the new recent generation: forgotten, its next
+// record would state a first time past every forgotten one and be taken
+// for a new object, its whole count counted again. At most half a
+// generation is kept so: past that (records stamped far ahead, many), the
+// rest is forgotten as any other object.
 func (m *totals) rotate(now int64) {
 	limit := addCount(now, clockSkew)
-	for _, t := range m.older {
+	var ahead map[uint64]total
+	for key, t := range m.older {
+		if t.first > limit && len(ahead) < m.limit/2 {
+			if ahead == nil {
+				ahead = map[uint64]total{}
+			}
+			ahead[key] = t
+			continue
+		}
 		m.forgotFirst = max(m.forgotFirst, min(t.first, limit))
+		m.forgot = true
 	}
-	m.forgot = m.forgot || len(m.older) > 0
 	clear(m.older)
 	m.recent, m.older = m.older, m.recent
+	maps.Copy(m.recent, ahead)
 }
 
 // isNew reports whether an object not remembered, whose records state

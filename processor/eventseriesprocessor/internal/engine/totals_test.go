@@ -32,3 +32,36 @@ func TestTotalsRememberTheMostRecentObjects(t *testing.T) {
 		require.True(t, m.forgot, "max_keys %d: objects were forgotten", maxKeys)
 	}
 }
+
+// TestTotalsKeepObjectsStampedAhead: a watched Event whose node's clock
+// runs ahead of the collector's by more than clockSkew states a first time
+// later than any forgotten object's can be raised to. The totals keep it
+// across rotations while its first time is ahead, so its next record
+// counts only its growth, never its whole count again; once the clock
+// passed it, it is forgotten as any other object and proven not new.
+func TestTotalsKeepObjectsStampedAhead(t *testing.T) {
+	const maxKeys = 2
+	now := int64(1_000_000_000_000)
+	ahead := now + 5*int64(60e9) // five minutes ahead
+	m := newTotals(maxKeys)
+	skewed := uint64(1 << 40)
+	m.set(skewed, total{count: 7, first: ahead}, false, false, now)
+	for key := range uint64(4 * totalsPerKey * maxKeys) { // enough to rotate it out twice
+		_, recent, older := m.get(key)
+		m.set(key, total{count: 1, first: now + int64(key)}, recent, older, now)
+	}
+	require.True(t, m.forgot, "objects were forgotten")
+	got, recent, older := m.get(skewed)
+	require.True(t, recent || older, "the object stamped ahead is still known")
+	require.Equal(t, int64(7), got.count)
+
+	later := ahead + 2*clockSkew
+	for key := range uint64(4 * totalsPerKey * maxKeys) {
+		k := key + 1000
+		_, recent, older := m.get(k)
+		m.set(k, total{count: 1, first: later}, recent, older, later)
+	}
+	_, recent, older = m.get(skewed)
+	require.False(t, recent || older, "forgotten once the clock passed its first time")
+	require.False(t, m.isNew(ahead), "and proven not new: its first time is no later than a forgotten one's")
+}
