@@ -71,11 +71,11 @@ func (r *otlpReceiver) Start(ctx context.Context, host component.Host) error {
 		return fmt.Errorf("k8seventsotlp: %w", err)
 	}
 	r.access.client = cs
-	syncCtx, cancel := context.WithTimeout(ctx, r.cfg.Timeout)
-	r.namespaces = watchNamespaces(syncCtx, cs, r.set.Logger)
-	cancel()
+	if r.namespaces, err = watchNamespaces(cs, r.set.Logger); err != nil {
+		return fmt.Errorf("k8seventsotlp: %w", err)
+	}
 	if err := r.startGRPC(ctx, host); err != nil {
-		return err
+		return errors.Join(err, r.Shutdown(ctx))
 	}
 	if err := r.startHTTP(ctx, host); err != nil {
 		return errors.Join(err, r.Shutdown(ctx))
