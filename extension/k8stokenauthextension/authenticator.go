@@ -183,8 +183,11 @@ func (a *authenticator) review(ctx context.Context, cs kubernetes.Interface, tok
 	}
 	st := tr.Status
 	// The API server answers the requested audiences the token holds;
-	// none in common would be an authenticator that ignored them.
-	if !st.Authenticated || st.User.Username == "" || !slices.ContainsFunc(st.Audiences, func(s string) bool { return slices.Contains(a.cfg.Audiences, s) }) {
+	// none in common would be an authenticator that ignored them. A user
+	// not in users is refused as if its token were not valid here: it is
+	// not remembered as known, so it gets no renew budget.
+	if !st.Authenticated || st.User.Username == "" || !slices.ContainsFunc(st.Audiences, func(s string) bool { return slices.Contains(a.cfg.Audiences, s) }) ||
+		len(a.cfg.Users) > 0 && !slices.Contains(a.cfg.Users, st.User.Username) {
 		a.reviewed(ctx, "unauthenticated")
 		a.known.forget(sha256.Sum256([]byte(token)))
 		return verdict{}, a.cfg.Cache.DenyTTL, nil

@@ -34,6 +34,12 @@ type Config struct {
 	// refused without a TokenReview (the API server's
 	// --service-account-issuer values).
 	Issuers []string `mapstructure:"issuers"`
+	// Users: when set, only tokens of these usernames are accepted; any
+	// other identity, however valid its token, is refused as not a token
+	// of this collector. An audience is no secret (any pod may have a
+	// token issued for it): a tier that only its tier before it may reach
+	// names that tier's ServiceAccount here.
+	Users []string `mapstructure:"users"`
 	// Cache keeps the API server's answers: a token's identity, or that it
 	// is not valid. An accepted token is believed for allow_ttl and never
 	// past its own exp.
@@ -97,6 +103,9 @@ func (cfg *Config) Validate() error {
 	errs := []error{cfg.Config.Validate()}
 	if len(cfg.Audiences) == 0 {
 		errs = append(errs, errors.New("audiences: at least one is needed (the audience apps request their tokens for)"))
+	}
+	if slices.Contains(cfg.Users, "") {
+		errs = append(errs, errors.New("users: an empty username"))
 	}
 	for _, a := range cfg.Audiences {
 		switch {
