@@ -112,9 +112,9 @@ func TestAuthClientsKeepTheirOwnSeries(t *testing.T) {
 	web := r.serviceAccount(t, "default", "web", "default")
 	other := r.serviceAccount(t, "default", "other", "default")
 	const controller = "k8sevents.io/e2e-own-series"
-	grpcAddr := loopback(t)
-	c := startCollectorEnv(t, t.TempDir(), readyConfig(t, "otlp-ingestion.yaml"), append(r.kubeEnv(t),
-		"OTLP_GRPC_ENDPOINT="+grpcAddr, "OTLP_HTTP_ENDPOINT="+loopback(t), "REPORTING_CONTROLLER="+controller))
+	grpcAddr, dir := loopback(t), t.TempDir()
+	env := append(r.kubeEnv(t), "OTLP_GRPC_ENDPOINT="+grpcAddr, "OTLP_HTTP_ENDPOINT="+loopback(t), "REPORTING_CONTROLLER="+controller)
+	c := startCollectorEnv(t, dir, readyConfig(t, "otlp-ingestion.yaml"), env)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	conn := dial(t, grpcAddr, nil)
@@ -146,19 +146,30 @@ func TestAuthClientsKeepTheirOwnSeries(t *testing.T) {
 	uids = 0
 	send(other, appendOccurrences(plog.NewLogs(), "default", "shared", "BackOff", 2, claim))
 
-	require.NoError(t, c.Stop(time.Minute)) // the processor flushes its open series
-	evs, err := listEvents(ctx, r.srv.Clientset(), byController(controller))
-	require.NoError(t, err)
-	var got []string
-	for i := range evs {
-		ev := &evs[i]
-		got = append(got, fmt.Sprintf("%s/%s/%s=%d %q", ev.Namespace, ev.InvolvedObject.Name, ev.Reason, k8sevent.CoreV1Occurrences(ev), ev.Message))
-	}
-	slices.Sort(got)
-	assert.Equal(t, []string{
+	// The processor flushes its open series at the stop into the
+	// exporter's persistent queue, which the next run writes.
+	require.NoError(t, c.Stop(time.Minute))
+	c = startCollectorEnv(t, dir, readyConfig(t, "otlp-ingestion.yaml"), env)
+	want := []string{
 		`default/node-1/NodeNotReady=2 "web: node-1 is not ready"`,
 		`default/shared/BackOff=2 "BackOff shared"`,
 		`default/shared/BackOff=4 "BackOff shared"`,
 		`kube-system/node-1/NodeNotReady=3 "ops: node-1 is not ready"`,
-	}, got, "an Event per client and namespace, each with its own occurrences and note")
+	}
+	var got []string
+	eventually(t, time.Minute, func() (bool, string) {
+		evs, err := listEvents(ctx, r.srv.Clientset(), byController(controller))
+		if err != nil {
+			return false, err.Error()
+		}
+		got = got[:0]
+		for i := range evs {
+			ev := &evs[i]
+			got = append(got, fmt.Sprintf("%s/%s/%s=%d %q", ev.Namespace, ev.InvolvedObject.Name, ev.Reason, k8sevent.CoreV1Occurrences(ev), ev.Message))
+		}
+		slices.Sort(got)
+		return slices.Equal(got, want), fmt.Sprintf("Events %q", got)
+	})
+	assert.Equal(t, want, got, "an Event per client and namespace, each with its own occurrences and note")
+	require.NoError(t, c.Stop(time.Minute))
 }
