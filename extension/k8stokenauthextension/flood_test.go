@@ -15,6 +15,8 @@ import (
 	"go.opentelemetry.io/collector/client"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	authnv1 "k8s.io/api/authentication/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // from is a request context from address ip, as the servers give it.
@@ -23,6 +25,22 @@ func from(ip string) context.Context {
 }
 
 func sha256Of(token string) [sha256.Size]byte { return sha256.Sum256([]byte(token)) }
+
+// validToken is a token of a/app for the audience once the API server
+// accepts it: one that has just started may review a new ServiceAccount's
+// token before its caches hold it. Asked as the admin, so that the
+// authenticator under test has neither a denial cached nor a failure
+// charged.
+func (r *rig) validToken(t *testing.T) string {
+	t.Helper()
+	token := r.srv.ServiceAccountToken(t, "a", "app", time.Hour, audience)
+	require.Eventually(t, func() bool {
+		tr, err := r.srv.Clientset().AuthenticationV1().TokenReviews().Create(context.Background(),
+			&authnv1.TokenReview{Spec: authnv1.TokenReviewSpec{Token: token, Audiences: []string{audience}}}, metav1.CreateOptions{})
+		return err == nil && tr.Status.Authenticated
+	}, 30*time.Second, 50*time.Millisecond, "the API server accepts the token")
+	return token
+}
 
 func authenticateFrom(ctx context.Context, a *authenticator, token string) codes.Code {
 	_, err := a.Authenticate(ctx, bearer(token))
@@ -38,7 +56,7 @@ func authenticateFrom(ctx context.Context, a *authenticator, token string) codes
 // before and its request goes through at once.
 func TestAuthRandomTokenFloodSparesKnownClients(t *testing.T) {
 	r := newRig(t, func(c *Config) { c.QPS, c.Burst, c.Timeout = 2, 2, 3*time.Second })
-	good := r.srv.ServiceAccountToken(t, "a", "app", time.Hour, audience)
+	good := r.validToken(t)
 	require.Equal(t, codes.OK, authenticateFrom(from("10.0.0.1"), r.auth, good))
 	r.clock.add(createDefaultConfig().Cache.AllowTTL) // its cached answer runs out
 	reviewed := func() int64 {
@@ -77,7 +95,7 @@ func TestAuthRandomTokenFloodSparesKnownClients(t *testing.T) {
 // another address and a token accepted before are not held back.
 func TestFailedAuthenticationsLimitedPerSource(t *testing.T) {
 	r := newRig(t, nil)
-	good := r.srv.ServiceAccountToken(t, "a", "app", time.Hour, audience)
+	good := r.validToken(t)
 	require.Equal(t, codes.OK, authenticateFrom(from("10.9.9.9"), r.auth, good))
 	budget := createDefaultConfig().PerSource.Burst
 	for i := range budget + 20 {
@@ -98,7 +116,7 @@ func TestFailedAuthenticationsLimitedPerSource(t *testing.T) {
 func TestKnownTokenRenewedBeforeItsAnswerRunsOut(t *testing.T) {
 	r := newRig(t, nil)
 	cfg := createDefaultConfig()
-	good := r.srv.ServiceAccountToken(t, "a", "app", time.Hour, audience)
+	good := r.validToken(t)
 	require.Equal(t, codes.OK, authenticateFrom(from("10.0.0.1"), r.auth, good))
 	r.clock.add(cfg.Cache.AllowTTL - cfg.Renew.Before/2)
 	require.Equal(t, codes.OK, authenticateFrom(from("10.0.0.1"), r.auth, good), "from the cache; renewal started")
