@@ -26,17 +26,23 @@ func from(ip string) context.Context {
 
 func sha256Of(token string) [sha256.Size]byte { return sha256.Sum256([]byte(token)) }
 
-// validToken is a token of a/app for the audience once the API server
+// validToken is a token of a/app for the audience (tokenFor) once the API server
 // accepts it: one that has just started may review a new ServiceAccount's
 // token before its caches hold it. Asked as the admin, so that the
 // authenticator under test has neither a denial cached nor a failure
 // charged.
 func (r *rig) validToken(t *testing.T) string {
 	t.Helper()
-	token := r.srv.ServiceAccountToken(t, "a", "app", time.Hour, audience)
+	return r.validTokenFor(t, "a", "app", audience)
+}
+
+// validTokenFor is validToken for ServiceAccount ns/name and aud.
+func (r *rig) validTokenFor(t *testing.T, ns, name, aud string) string {
+	t.Helper()
+	token := r.srv.ServiceAccountToken(t, ns, name, time.Hour, aud)
 	require.Eventually(t, func() bool {
 		tr, err := r.srv.Clientset().AuthenticationV1().TokenReviews().Create(context.Background(),
-			&authnv1.TokenReview{Spec: authnv1.TokenReviewSpec{Token: token, Audiences: []string{audience}}}, metav1.CreateOptions{})
+			&authnv1.TokenReview{Spec: authnv1.TokenReviewSpec{Token: token, Audiences: []string{aud}}}, metav1.CreateOptions{})
 		return err == nil && tr.Status.Authenticated
 	}, 30*time.Second, 50*time.Millisecond, "the API server accepts the token")
 	return token

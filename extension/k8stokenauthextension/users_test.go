@@ -3,7 +3,6 @@ package k8stokenauthextension
 import (
 	"context"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -27,8 +26,8 @@ func TestAuthNextTierTakesOnlyTheTierBefore(t *testing.T) {
 	_, err := r.srv.Clientset().CoreV1().ServiceAccounts("a").Create(context.Background(),
 		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "tier1"}}, metav1.CreateOptions{})
 	require.NoError(t, err)
-	tier1 := r.srv.ServiceAccountToken(t, "a", "tier1", time.Hour, tierAudience)
-	intruder := r.srv.ServiceAccountToken(t, "a", "app", time.Hour, tierAudience)
+	tier1 := r.validTokenFor(t, "a", "tier1", tierAudience)
+	intruder := r.validTokenFor(t, "a", "app", tierAudience) // valid: only users refuses it
 
 	for range 2 {
 		_, code := authenticate(t, r.auth, bearer(intruder))
