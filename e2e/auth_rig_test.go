@@ -17,6 +17,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -50,21 +51,24 @@ var shortTTLs = fmt.Sprintf(`
 extensions:
   k8stokenauth:
     cache: {allow_ttl: %[1]s, deny_ttl: %[2]s}
+    renew: {before: %[3]s}
 receivers:
   k8seventsotlp:
     cache: {allow_ttl: %[1]s, deny_ttl: %[2]s}
-`, testAllowTTL, testDenyTTL)
+`, testAllowTTL, testDenyTTL, testAllowTTL/2)
 
 // authRig is a real API server with namespaces, ServiceAccounts and their
 // Roles, and TLS certificates for the tiers.
 type authRig struct {
-	srv *kubetest.Server
-	tls tlsFiles
+	srv   *kubetest.Server
+	tls   tlsFiles
+	tier1 tier1Identity
 }
 
 func newAuthRig(t testing.TB, namespaces ...string) *authRig {
 	t.Helper()
 	r := &authRig{srv: kubetest.Start(t), tls: writeTLS(t, t.TempDir(), "tiers")}
+	r.tier1 = newTier1Identity(t, r.srv)
 	for _, ns := range namespaces {
 		_, err := r.srv.Clientset().CoreV1().Namespaces().Create(context.Background(),
 			&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
@@ -249,6 +253,7 @@ func eventCounts(ctx context.Context, t *testing.T, r *authRig, controller strin
 type tierAccess struct {
 	tls   tlsFiles
 	token string
+	tier1 tier1Identity
 }
 
 func newTierAccess(t testing.TB, srv *kubetest.Server) tierAccess {
@@ -264,14 +269,15 @@ func newTierAccess(t testing.TB, srv *kubetest.Server) tierAccess {
 		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: name},
 		Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: ns, Name: name}}}, metav1.CreateOptions{})
 	require.NoError(t, err)
-	return tierAccess{tls: writeTLS(t, t.TempDir(), "tiers"), token: srv.ServiceAccountToken(t, ns, name, time.Hour, authAudience)}
+	return tierAccess{tls: writeTLS(t, t.TempDir(), "tiers"), token: srv.ServiceAccountToken(t, ns, name, time.Hour, authAudience),
+		tier1: newTier1Identity(t, srv)}
 }
 
 // ingestEnv is the environment of the app-facing configurations
 // (otlp-ingestion.yaml, tier 1): TLS files, and a budget a storm replayed
 // at full speed by one client fits in.
 func (a tierAccess) ingestEnv() []string {
-	return append(a.tls.env(), "CLIENT_RECORDS_PER_SECOND=100000", "CLIENT_BURST=100000")
+	return slices.Concat(a.tls.env(), a.tier1.env(), []string{"CLIENT_RECORDS_PER_SECOND=100000", "CLIENT_BURST=100000"})
 }
 
 // withToken is ctx carrying the token as gRPC metadata (stormsend.OTLP
@@ -280,7 +286,42 @@ func (a tierAccess) withToken(ctx context.Context) context.Context {
 	return metadata.AppendToOutgoingContext(ctx, "authorization", "Bearer "+a.token)
 }
 
-// tier2Credentials connect to a tier-2 collector as tier 1 does.
+// asTier1 is ctx carrying tier 1's token for tier 2, as tier 1 sends it.
+func (a tierAccess) asTier1(ctx context.Context) context.Context {
+	return metadata.AppendToOutgoingContext(ctx, "authorization", "Bearer "+a.tier1.token)
+}
+
+// tier1Audience is the audience tier 2 takes tier 1's tokens for (the
+// default of tier2-processor.yaml).
+const tier1Audience = "otel-k8sevents-tier2"
+
+// tier1Identity is tier 1's ServiceAccount, as tier 2 knows it: its
+// username and a token of it for tier 2's audience, in a file as a
+// projected volume holds it.
+type tier1Identity struct {
+	user, token, file string
+}
+
+func newTier1Identity(t testing.TB, srv *kubetest.Server) tier1Identity {
+	t.Helper()
+	const ns, name = "default", "e2e-tier1"
+	_, err := srv.Clientset().CoreV1().ServiceAccounts(ns).Create(context.Background(),
+		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	id := tier1Identity{user: "system:serviceaccount:" + ns + ":" + name,
+		token: srv.ServiceAccountToken(t, ns, name, time.Hour, tier1Audience), file: filepath.Join(t.TempDir(), "tier2-token")}
+	require.NoError(t, os.WriteFile(id.file, []byte(id.token), 0o600))
+	return id
+}
+
+// env points the ready tier configurations at tier 1's identity: tier 1
+// sends the token, tier 2 takes only its user.
+func (id tier1Identity) env() []string {
+	return []string{"TIER2_TOKEN_FILE=" + id.file, "TIER1_USER=" + id.user}
+}
+
+// tier2Credentials connect to a tier-2 collector as tier 1 does (with
+// asTier1's token).
 func (a tierAccess) tier2Credentials(t testing.TB) credentials.TransportCredentials {
 	return credentials.NewTLS(a.tls.clientTLS(t, a.tls))
 }

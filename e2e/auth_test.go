@@ -73,7 +73,8 @@ func TestAuthIngestion(t *testing.T) {
 			assert.Equal(t, http.StatusUnauthorized, code, "http, %s", name)
 		}
 		m := c.scrape(t)
-		assert.Equal(t, 2.0, m.Sum(authRefusals, "reason=missing"))
+		assert.Equal(t, 1.0, m.Sum(authRefusals, "reason=missing"), "http: the authenticator refuses")
+		assert.Equal(t, 1.0, m.Sum("otelcol_receiver_k8seventsotlp_refused_requests", "reason=no_token"), "grpc: refused at the stream's headers")
 		assert.Equal(t, 4.0, m.Sum(authRefusals, "reason=invalid"))
 	})
 
@@ -169,7 +170,7 @@ func startTiers(t *testing.T, r *authRig, tier2Overlays ...string) *tiers {
 	t.Helper()
 	dir := t.TempDir()
 	tr := &tiers{grpc: loopback(t), http: loopback(t), tier2Addr: loopback(t)}
-	env2 := append(append(r.kubeEnv(t), r.tls.env()...), "OTLP_GRPC_ENDPOINT="+tr.tier2Addr, "STORAGE_DIR="+filepath.Join(dir, "storage"),
+	env2 := append(slices.Concat(r.kubeEnv(t), r.tls.env(), r.tier1.env()), "OTLP_GRPC_ENDPOINT="+tr.tier2Addr, "STORAGE_DIR="+filepath.Join(dir, "storage"),
 		"REPORTING_CONTROLLER="+tiersController, "REPORTING_INSTANCE=tier2-0")
 	tr.startTier2 = func() *collector {
 		tr.sinks = append(tr.sinks, sinkFile(dir, len(tr.sinks)))
@@ -177,7 +178,7 @@ func startTiers(t *testing.T, r *authRig, tier2Overlays ...string) *tiers {
 			append([]string{sinkOverlay(tr.sinks[len(tr.sinks)-1], "k8sevents")}, tier2Overlays...)...)
 	}
 	tr.tier2 = tr.startTier2()
-	env1 := append(append(r.kubeEnv(t), r.tls.env()...), "OTLP_GRPC_ENDPOINT="+tr.grpc, "OTLP_HTTP_ENDPOINT="+tr.http,
+	env1 := append(slices.Concat(r.kubeEnv(t), r.tls.env(), r.tier1.env()), "OTLP_GRPC_ENDPOINT="+tr.grpc, "OTLP_HTTP_ENDPOINT="+tr.http,
 		"TIER2_ENDPOINTS=["+tr.tier2Addr+"]", "CLUSTER_NAME=east")
 	tr.tier1 = startCollectorEnv(t, filepath.Join(dir, "tier1"), readyConfig(t, "tier1-loadbalancer.yaml"), env1, shortTTLs)
 	return tr
@@ -237,18 +238,31 @@ func TestAuthTiers(t *testing.T) {
 		assert.Equal(t, codes.Unauthenticated, status.Code(err), "tier 1 without a token")
 	})
 
-	t.Run("tier 2 takes only tier 1's certificate", func(t *testing.T) {
+	// A certificate of the CA is not tier 1: read from the Secret, or
+	// issued again by whoever may, it gets nowhere without tier 1's
+	// identity, and a token for tier 2's audience is no such identity
+	// either (any pod may have one projected).
+	t.Run("tier 2 takes only tier 1's certificate and identity", func(t *testing.T) {
 		other := writeTLS(t, t.TempDir(), "other")
-		for name, conn := range map[string]*grpcConnCase{
-			"plaintext":                 {conn: dial(t, tr.tier2Addr, nil)},
-			"TLS, no client cert":       {conn: dial(t, tr.tier2Addr, r.tls.clientTLS(t, tlsFiles{}))},
-			"client cert of another CA": {conn: dial(t, tr.tier2Addr, r.tls.clientTLS(t, other))},
-			"tier 1's certificate":      {conn: dial(t, tr.tier2Addr, r.tls.clientTLS(t, r.tls)), ok: true},
+		intruder := r.serviceAccount(t, "a", "intruder")
+		intruderTier2 := r.srv.ServiceAccountToken(t, "a", "intruder", time.Hour, tier1Audience)
+		certOf := func(f tlsFiles) *grpc.ClientConn { return dial(t, tr.tier2Addr, r.tls.clientTLS(t, f)) }
+		for name, c := range map[string]*grpcConnCase{
+			"plaintext":                   {conn: dial(t, tr.tier2Addr, nil), token: r.tier1.token},
+			"TLS, no client cert":         {conn: certOf(tlsFiles{}), token: r.tier1.token},
+			"client cert of another CA":   {conn: certOf(other), token: r.tier1.token},
+			"the CA's cert, no token":     {conn: certOf(r.tls)},
+			"the CA's cert, an app token": {conn: certOf(r.tls), token: intruder},
+			"the CA's cert, another's token for tier 2's audience": {conn: certOf(r.tls), token: intruderTier2, code: codes.Unauthenticated},
+			"tier 1's certificate and token":                       {conn: certOf(r.tls), token: r.tier1.token, ok: true},
 		} {
-			_, err := exportAs(ctx, conn.conn, "", plog.NewLogs()) // an empty request: nothing to write
-			if conn.ok {
+			_, err := exportAs(ctx, c.conn, c.token, plog.NewLogs()) // an empty request: nothing to write
+			switch {
+			case c.ok:
 				assert.NoError(t, err, name)
-			} else {
+			case c.code != codes.OK:
+				assert.Equal(t, c.code, status.Code(err), "%s: %v", name, err)
+			default:
 				assert.Error(t, err, name)
 			}
 		}
@@ -272,6 +286,8 @@ func TestAuthTiers(t *testing.T) {
 }
 
 type grpcConnCase struct {
-	conn *grpc.ClientConn
-	ok   bool
+	conn  *grpc.ClientConn
+	token string
+	code  codes.Code // when not OK: the refusal's code
+	ok    bool
 }

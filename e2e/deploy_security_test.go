@@ -92,20 +92,25 @@ func checkDeploySecurity(ctx context.Context, t *testing.T, cs kubernetes.Interf
 	}
 
 	// Mutual TLS: tier 2 requires a client certificate, tier 1 presents one
-	// and checks tier 2's; every file is where the pods mount Secret otelcol-tls.
+	// and checks tier 2's; every file is where the pods mount their own
+	// Secret (tier 2's server certificate, tier 1's client certificate):
+	// neither holds the other's key. Tier 2 also takes tier 1's token only.
 	tier2TLS, tier1TLS := dig(protocols, "grpc", "tls"), dig(tier1, "exporters", "load_balancing", "protocol", "otlp", "tls")
 	assert.NotEqual(t, true, dig(tier1TLS, "insecure"))
 	files := map[string][]string{
 		"otelcol-tier2": {envDefault(dig(tier2TLS, "client_ca_file")), envDefault(dig(tier2TLS, "cert_file")), envDefault(dig(tier2TLS, "key_file"))},
 		"otelcol-tier1": {envDefault(dig(tier1TLS, "ca_file")), envDefault(dig(tier1TLS, "cert_file")), envDefault(dig(tier1TLS, "key_file"))},
 	}
+	secrets := map[string]string{"otelcol-tier2": "otelcol-tls", "otelcol-tier1": "otelcol-tier1-client-tls"}
 	pods := deployedPods(ctx, t, cs)
 	for name := range files {
-		mounted := secretFiles(pods[name], "otelcol-tls")
+		mounted := secretFiles(pods[name], secrets[name])
 		for _, f := range files[name] {
-			assert.Contains(t, mounted, f, "%s: TLS file from Secret otelcol-tls", name)
+			assert.Contains(t, mounted, f, "%s: TLS file from Secret %s", name, secrets[name])
 		}
 	}
+	assert.Equal(t, "k8stokenauth", dig(protocols, "grpc", "auth", "authenticator"), "tier 2 authenticates tier 1")
+	assert.Equal(t, "bearertokenauth/tier2", dig(tier1, "exporters", "load_balancing", "protocol", "otlp", "auth", "authenticator"), "tier 1 sends its token")
 }
 
 // checkPodSecurity: the namespace enforces restricted (a pod with no

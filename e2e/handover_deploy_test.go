@@ -93,13 +93,14 @@ func TestHandOverDeployManifestsStrict(t *testing.T) {
 		{sa("otelcol-tier2"), "watch", "events.k8s.io", "events", "", "", false},
 		{sa("otelcol-tier2"), "update", "coordination.k8s.io", "leases", deployNamespace, "", false},
 		{sa("otelcol-tier2"), "list", "discovery.k8s.io", "endpointslices", deployNamespace, "", false},
-		{sa("otelcol-tier2"), "create", "authentication.k8s.io", "tokenreviews", "", "", false},
+		{sa("otelcol-tier2"), "create", "authentication.k8s.io", "tokenreviews", "", "", true}, // tier 1's token
 		// Tier 1 authenticates (TokenReview) and authorizes (SubjectAccessReview), nothing else.
 		{sa("otelcol-tier1"), "create", "authentication.k8s.io", "tokenreviews", "", "", true},
 		{sa("otelcol-tier1"), "create", "authorization.k8s.io", "subjectaccessreviews", "", "", true},
 		{sa("otelcol-tier1"), "create", "authorization.k8s.io", "localsubjectaccessreviews", "app", "", false},
 		{sa("otelcol-tier1"), "create", "events.k8s.io", "events", "app", "", false},
 		{sa("otelcol-tier1"), "get", "", "secrets", deployNamespace, "otelcol-tls", false},
+		{sa("otelcol-tier1"), "watch", "", "namespaces", "", "", true}, // records in none that exists cost no review
 		{sa("otelcol-tier1"), "list", "discovery.k8s.io", "endpointslices", deployNamespace, "", false},
 		{sa("otel-k8sevents"), "watch", "events.k8s.io", "events", "", "", true},
 		// The mirror's Lease by name; create cannot name one.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -82,7 +83,7 @@ func (rig *tier2Rig) start(t *testing.T, p *tier2Pod) {
 	env := []string{"K8S_AUTH_TYPE=kubeConfig", "KUBECONFIG=" + rig.srv.Kubeconfig(t), "K8S_QPS=1000", "K8S_BURST=1000",
 		"OTLP_GRPC_ENDPOINT=" + p.grpc, "OTLP_HTTP_ENDPOINT=" + p.http, "STORAGE_DIR=" + filepath.Join(p.dir, "storage"),
 		"REPORTING_CONTROLLER=" + rig.controller, fmt.Sprintf("REPORTING_INSTANCE=otelcol-tier2-%d", p.index)}
-	env = append(env, rig.acc.tls.env()...)
+	env = append(env, slices.Concat(rig.acc.tls.env(), rig.acc.tier1.env())...)
 	overlays := []string{sinkOverlay(sinkFile(p.dir, p.runs), "k8sevents")}
 	if rig.finishAfter != "" {
 		// adopt_window is finish_after in the records' time: the replay

@@ -15,9 +15,11 @@ import (
 	"go.opentelemetry.io/collector/pdata/plog"
 	"go.opentelemetry.io/collector/pdata/plog/plogotlp"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/encoding"
 	grpcgzip "google.golang.org/grpc/encoding/gzip" // registers the gzip compressor
+	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/encoding/protowire"
 
 	"github.com/k8sevents/otel-k8sevents/internal/harness/kubetest"
@@ -31,7 +33,7 @@ import (
 // request at 1 MiB decompressed: the payload is refused over gRPC and HTTP,
 // plain and gzipped (gzipped it is still about 7 MB: each level's length
 // prefix differs, so it is refused on its compressed size too); a nesting just under the
-// cap is taken; the collector stays up, its peak RSS stays under 512 MB,
+// cap is refused for its depth, unread by pdata; the collector stays up, its peak RSS stays under 512 MB,
 // and a good record sent afterwards becomes its Event. The nested payload
 // never reaches the decompression cap (refused on its compressed size), so
 // a second one tests that cap alone: a record whose attribute is 3 MiB of
@@ -77,7 +79,7 @@ func TestHostileNestedPayload(t *testing.T) {
 
 	under := nestedLogsRequest(100_000)
 	require.Less(t, len(under), 1<<20)
-	require.NoError(t, exportRaw(ctx, conn, under), "under the cap: taken (a record with no Event)")
+	require.Equal(t, codes.InvalidArgument, status.Code(exportRaw(ctx, conn, under)), "under the size cap, too deep: refused before pdata decodes it")
 
 	requireRunning(t, c)
 	rss, err := c.PeakRSS()

@@ -64,7 +64,7 @@ func TestScaleOut(t *testing.T) {
 	singleEnv := append(env, "OTLP_GRPC_ENDPOINT="+endpoint, "OTLP_HTTP_ENDPOINT="+loopback(t), "STORAGE_DIR="+filepath.Join(singleDir, "storage"),
 		"REPORTING_CONTROLLER=k8sevents.io/e2e-single", "REPORTING_INSTANCE=single")
 	single := startCollectorEnv(t, singleDir, tier2, singleEnv)
-	sendAll(ctx, t, endpoint, occs, acc.tier2Credentials(t)) // as tier 1 connects
+	sendAll(acc.asTier1(ctx), t, endpoint, occs, acc.tier2Credentials(t)) // as tier 1 connects
 	// A stop leaves the exporter's backlog in its persistent queue, which
 	// the next start writes in another order (a later record of an object
 	// first, the earlier ones then stale): fewer writes, by as much as the

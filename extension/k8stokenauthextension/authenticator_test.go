@@ -2,6 +2,7 @@ package k8stokenauthextension
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -145,28 +146,42 @@ func TestAuthenticatesServiceAccountTokens(t *testing.T) {
 	}
 	assert.Equal(t, int64(3), counter(r.tel, refusals, "reason", reasonMissing))
 
-	invalid := map[string]string{
+	// Refused without a TokenReview: what cannot be a token of this
+	// collector's audience, read from the token itself.
+	local := map[string]string{
 		"other audience": r.srv.ServiceAccountToken(t, "a", "app", time.Hour, "someone-else"),
 		"api server's":   r.srv.ServiceAccountToken(t, "a", "app", time.Hour), // the API server's own audience
 		"admin static":   r.srv.AdminToken(),
 		"expired":        r.srv.ExpiredToken(t, good),
 		"garbage":        "not-a-token",
 	}
-	for name, token := range invalid {
+	for name, token := range local {
 		_, code := authenticate(t, r.auth, bearer(token))
 		assert.Equal(t, codes.Unauthenticated, code, name)
 	}
-	assert.Equal(t, int64(len(invalid)), counter(r.tel, refusals, "reason", reasonInvalid))
-	assert.Equal(t, int64(len(invalid)), counter(r.tel, reviews, "outcome", "unauthenticated"))
+	assert.Equal(t, int64(len(local)), counter(r.tel, refusals, "reason", reasonInvalid))
+	assert.Zero(t, counter(r.tel, reviews, "outcome", "unauthenticated"), "none was asked about")
 
-	// Refused again from the cache, then asked again after deny_ttl.
-	_, code = authenticate(t, r.auth, bearer(invalid["garbage"]))
+	// A forged token of the right shape, audience and exp is asked about,
+	// refused, refused again from the cache, and asked again after deny_ttl.
+	forged := forgedToken(r.clock.now().Add(time.Hour), audience, 0)
+	_, code = authenticate(t, r.auth, bearer(forged))
 	assert.Equal(t, codes.Unauthenticated, code)
-	assert.Equal(t, int64(len(invalid)), counter(r.tel, reviews, "outcome", "unauthenticated"))
+	assert.Equal(t, int64(1), counter(r.tel, reviews, "outcome", "unauthenticated"))
+	_, code = authenticate(t, r.auth, bearer(forged))
+	assert.Equal(t, codes.Unauthenticated, code)
+	assert.Equal(t, int64(1), counter(r.tel, reviews, "outcome", "unauthenticated"), "from the cache")
 	r.clock.add(createDefaultConfig().Cache.DenyTTL)
-	_, code = authenticate(t, r.auth, bearer(invalid["garbage"]))
+	_, code = authenticate(t, r.auth, bearer(forged))
 	assert.Equal(t, codes.Unauthenticated, code)
-	assert.Equal(t, int64(len(invalid)+1), counter(r.tel, reviews, "outcome", "unauthenticated"))
+	assert.Equal(t, int64(2), counter(r.tel, reviews, "outcome", "unauthenticated"))
+}
+
+// forgedToken is a JWT of the right shape, for audience, expiring at exp,
+// that no issuer signed; each of another n differs.
+func forgedToken(exp time.Time, audience string, n int) string {
+	return jwt(fmt.Sprintf(`{"iss":"https://kubernetes.default.svc.cluster.local","aud":[%q],"exp":%d,"sub":"system:serviceaccount:a:forged-%d"}`,
+		audience, exp.Unix(), n))
 }
 
 // TestDeletedServiceAccountRefusedAfterAllowTTL: a token accepted, then
@@ -198,7 +213,8 @@ func TestDeletedServiceAccountRefusedAfterAllowTTL(t *testing.T) {
 // TestAcceptedNoLongerThanTheTokenLives: a token whose exp comes before
 // allow_ttl is asked about again at its exp, not at allow_ttl: a token
 // that expired is never accepted from the cache. The test's clock runs
-// ahead of the API server's, so the second review is refused as expired.
+// ahead of the API server's: at its exp the token is refused as expired
+// without a review.
 func TestAcceptedNoLongerThanTheTokenLives(t *testing.T) {
 	r := newRig(t, func(c *Config) { c.Cache.AllowTTL = 10 * time.Minute })
 	token := r.srv.ServiceAccountToken(t, "a", "app", 10*time.Minute, audience) // the shortest TokenRequest issues
@@ -211,9 +227,10 @@ func TestAcceptedNoLongerThanTheTokenLives(t *testing.T) {
 	assert.Equal(t, codes.OK, code)
 	assert.Equal(t, int64(1), counter(r.tel, reviews, "outcome", "authenticated"))
 	r.clock.t = exp
-	_, _ = authenticate(t, r.auth, bearer(token))
-	assert.Equal(t, int64(2), counter(r.tel, reviews, "outcome", "authenticated")+counter(r.tel, reviews, "outcome", "unauthenticated"),
-		"at the token's exp it is asked about again")
+	_, code = authenticate(t, r.auth, bearer(token))
+	assert.Equal(t, codes.Unauthenticated, code, "at the token's exp")
+	assert.Equal(t, int64(1), counter(r.tel, reviews, "outcome", "authenticated")+counter(r.tel, reviews, "outcome", "unauthenticated"),
+		"refused as expired without asking")
 }
 
 // TestUnreachableAPIServerIsRetryable: when the API server cannot be

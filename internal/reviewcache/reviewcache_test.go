@@ -25,7 +25,7 @@ func answer(v string, ttl time.Duration, calls *int) Review[string] {
 
 func TestRemembersUntilItsTTL(t *testing.T) {
 	clk := &clock{t: time.Unix(1000, 0)}
-	c := New[string, string](10, clk.now)
+	c := New[string, string](10, time.Minute, clk.now)
 	calls := 0
 	v, hit, err := c.Get(context.Background(), "k", answer("a", 30*time.Second, &calls))
 	require.NoError(t, err)
@@ -44,7 +44,7 @@ func TestRemembersUntilItsTTL(t *testing.T) {
 
 func TestZeroTTLAndErrorsAreNotRemembered(t *testing.T) {
 	clk := &clock{t: time.Unix(1000, 0)}
-	c := New[string, string](10, clk.now)
+	c := New[string, string](10, time.Minute, clk.now)
 	calls := 0
 	_, _, _ = c.Get(context.Background(), "k", answer("a", 0, &calls))
 	_, _, _ = c.Get(context.Background(), "k", answer("a", 0, &calls))
@@ -61,7 +61,7 @@ func TestZeroTTLAndErrorsAreNotRemembered(t *testing.T) {
 
 func TestBoundedLeastRecentlyUsedFirst(t *testing.T) {
 	clk := &clock{t: time.Unix(1000, 0)}
-	c := New[int, string](3, clk.now)
+	c := New[int, string](3, time.Minute, clk.now)
 	calls := 0
 	for k := range 3 {
 		_, _, _ = c.Get(context.Background(), k, answer("v", time.Hour, &calls))
@@ -80,7 +80,7 @@ func TestBoundedLeastRecentlyUsedFirst(t *testing.T) {
 // review runs make one review; a waiter whose context ends leaves with its
 // error, the others get the answer.
 func TestConcurrentCallersShareOneReview(t *testing.T) {
-	c := New[string, string](10, time.Now)
+	c := New[string, string](10, time.Minute, time.Now)
 	release := make(chan struct{})
 	var calls atomic.Int32
 	review := func(context.Context) (string, time.Duration, error) {
@@ -112,4 +112,73 @@ func TestConcurrentCallersShareOneReview(t *testing.T) {
 	for i, r := range results {
 		assert.Equal(t, "v", r, "caller %d", i)
 	}
+}
+
+// TestFirstCallerLeavingFailsNoOne: the caller whose request started a
+// review goes away (its context cancelled) while the review runs; the
+// review goes on, and the callers waiting for it get its answer, not the
+// first caller's cancellation.
+func TestFirstCallerLeavingFailsNoOne(t *testing.T) {
+	c := New[string, string](10, time.Minute, time.Now)
+	release := make(chan struct{})
+	reviewCtx := make(chan context.Context, 1)
+	review := func(ctx context.Context) (string, time.Duration, error) {
+		reviewCtx <- ctx
+		select {
+		case <-release:
+			return "v", time.Minute, nil
+		case <-ctx.Done():
+			return "", 0, ctx.Err()
+		}
+	}
+	first, cancelFirst := context.WithCancel(context.Background())
+	firstErr := make(chan error, 1)
+	go func() {
+		_, _, err := c.Get(first, "k", review)
+		firstErr <- err
+	}()
+	<-reviewCtx
+	second := make(chan string, 1)
+	go func() {
+		v, _, err := c.Get(context.Background(), "k", review)
+		assert.NoError(t, err)
+		second <- v
+	}()
+	cancelFirst()
+	require.ErrorIs(t, <-firstErr, context.Canceled, "the first caller leaves")
+	close(release)
+	assert.Equal(t, "v", <-second, "the waiter gets the review's answer")
+	v, hit, err := c.Get(context.Background(), "k", review)
+	require.NoError(t, err)
+	assert.True(t, hit, "remembered")
+	assert.Equal(t, "v", v)
+}
+
+// TestRefreshRenewsInTheBackground: a refresh answers at once, the old
+// answer is still given while it runs, and its answer replaces it.
+func TestRefreshRenewsInTheBackground(t *testing.T) {
+	clk := &clock{t: time.Unix(1000, 0)}
+	c := New[string, string](10, time.Minute, clk.now)
+	calls := 0
+	_, _, err := c.Get(context.Background(), "k", answer("old", time.Minute, &calls))
+	require.NoError(t, err)
+	release := make(chan struct{})
+	done := make(chan struct{})
+	c.Refresh(context.Background(), "k", func(context.Context) (string, time.Duration, error) {
+		defer close(done)
+		<-release
+		return "new", time.Minute, nil
+	})
+	v, hit, _ := c.Get(context.Background(), "k", answer("x", time.Minute, &calls))
+	assert.True(t, hit)
+	assert.Equal(t, "old", v, "while the refresh runs")
+	close(release)
+	<-done
+	require.Eventually(t, func() bool {
+		v, _, _ := c.Get(context.Background(), "k", answer("x", time.Minute, &calls))
+		return v == "new"
+	}, 5*time.Second, time.Millisecond)
+	until, ok := c.Until("k")
+	assert.True(t, ok)
+	assert.Equal(t, clk.t.Add(time.Minute), until)
 }

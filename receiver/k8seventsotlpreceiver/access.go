@@ -43,8 +43,8 @@ type access struct {
 	telemetry *metadata.TelemetryBuilder
 }
 
-func newAccess(client kubernetes.Interface, cfg reviewcache.Config, tb *metadata.TelemetryBuilder, now func() time.Time) *access {
-	return &access{client: client, cfg: cfg, telemetry: tb, cache: reviewcache.New[accessKey, bool](cfg.MaxEntries, now)}
+func newAccess(client kubernetes.Interface, cfg reviewcache.Config, timeout time.Duration, tb *metadata.TelemetryBuilder, now func() time.Time) *access {
+	return &access{client: client, cfg: cfg, telemetry: tb, cache: reviewcache.New[accessKey, bool](cfg.MaxEntries, timeout, now)}
 }
 
 // mayCreate answers whether id may create Events in namespace; an error
@@ -70,6 +70,18 @@ func (a *access) mayCreate(ctx context.Context, id *k8sauth.Identity, key, names
 		return false, a.cfg.DenyTTL, nil
 	})
 	return allowed, err
+}
+
+// uncached is how many of namespaces have no answer for the identity of
+// key in the cache: the reviews a request will cost.
+func (a *access) uncached(key string, namespaces []string) int {
+	n := 0
+	for _, ns := range namespaces {
+		if _, ok := a.cache.Until(accessKey{key, ns}); !ok {
+			n++
+		}
+	}
+	return n
 }
 
 func (a *access) review(ctx context.Context, id *k8sauth.Identity, namespace, group string) (bool, error) {

@@ -139,7 +139,7 @@ func benchAuthCost(b *testing.B) {
 		require.NoError(b, err)
 		id, ok := k8sauth.FromAuth(client.FromContext(actx).Auth)
 		require.True(b, ok)
-		allowed, err := r.recv.authorize(actx, &id, []string{ns})
+		allowed, err := r.recv.authorize(actx, &id, identityKey(&id), []string{ns})
 		require.NoError(b, err)
 		require.True(b, allowed[ns])
 		return time.Since(t0)

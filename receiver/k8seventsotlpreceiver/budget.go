@@ -60,3 +60,13 @@ func (b *budgets) take(client string, n int, now time.Time) (wait time.Duration,
 	bk.tokens -= float64(n)
 	return 0, true
 }
+
+// give pays n records back to client: a request charged, then refused as
+// retryable before anything of it went on, is charged when it is retried.
+func (b *budgets) give(client string, n int) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if bk, ok := b.byID.Peek(client); ok {
+		bk.tokens = min(b.burst, bk.tokens+float64(n))
+	}
+}

@@ -38,6 +38,20 @@ type Config struct {
 	// through, deny_ttl how long a Role granted is not yet seen.
 	Cache reviewcache.Config `mapstructure:"cache"`
 
+	// MaxConnections: connections each listener (grpc, http) keeps open
+	// at once; past it, a new one waits to be accepted. With
+	// max_concurrent_streams and the message size cap, it bounds what
+	// the receiver holds read but not yet decoded.
+	MaxConnections int `mapstructure:"max_connections"`
+	// MaxConcurrentDecodes: requests decoded at once, across connections
+	// and protocols; the others wait (until their deadline).
+	MaxConcurrentDecodes int `mapstructure:"max_concurrent_decodes"`
+
+	// MaxNamespacesPerRequest: distinct namespaces one request's records
+	// may be in; the records in namespaces past the first this many are
+	// refused (partial success), unreviewed.
+	MaxNamespacesPerRequest int `mapstructure:"max_namespaces_per_request"`
+
 	// PerClient limits each authenticated client's records.
 	PerClient PerClientConfig `mapstructure:"per_client"`
 
@@ -72,6 +86,10 @@ type PerClientConfig struct {
 	// MaxClients: identities whose buckets are kept; the least recently
 	// seen one goes first and comes back with a full bucket.
 	MaxClients int `mapstructure:"max_clients"`
+	// ReviewCost: records charged for each SubjectAccessReview a request
+	// needs (a namespace the client's answer is not cached for), so that
+	// each client's reviews come out of its own budget. 0: none.
+	ReviewCost int `mapstructure:"review_cost"`
 }
 
 func createDefaultConfig() *Config {
@@ -83,13 +101,16 @@ func createDefaultConfig() *Config {
 	http.NetAddr.Endpoint = "localhost:4318"
 	http.MaxRequestBodySize = 1 << 20
 	return &Config{
-		Protocols: Protocols{GRPC: configoptional.Default(grpc), HTTP: configoptional.Default(http)},
-		Config:    k8sclient.Config{AuthType: k8sclient.AuthServiceAccount},
-		Timeout:   5 * time.Second,
-		QPS:       50,
-		Burst:     100,
-		Cache:     reviewcache.Config{MaxEntries: 10000, AllowTTL: 5 * time.Minute, DenyTTL: 30 * time.Second},
-		PerClient: PerClientConfig{RecordsPerSecond: 20, Burst: 200, MaxClients: 10000},
+		Protocols:               Protocols{GRPC: configoptional.Default(grpc), HTTP: configoptional.Default(http)},
+		Config:                  k8sclient.Config{AuthType: k8sclient.AuthServiceAccount},
+		Timeout:                 5 * time.Second,
+		MaxConnections:          1024,
+		MaxConcurrentDecodes:    8,
+		MaxNamespacesPerRequest: 20,
+		QPS:                     50,
+		Burst:                   100,
+		Cache:                   reviewcache.Config{MaxEntries: 10000, AllowTTL: 5 * time.Minute, DenyTTL: 30 * time.Second},
+		PerClient:               PerClientConfig{RecordsPerSecond: 20, Burst: 200, MaxClients: 10000, ReviewCost: 10},
 	}
 }
 
@@ -111,6 +132,18 @@ func (cfg *Config) Validate() error {
 	}
 	if cfg.QPS <= 0 || cfg.Burst < 1 {
 		errs = append(errs, fmt.Errorf("qps, burst: must be positive, have %v and %d", cfg.QPS, cfg.Burst))
+	}
+	if cfg.MaxConnections < 1 {
+		errs = append(errs, fmt.Errorf("max_connections: must be positive, have %d", cfg.MaxConnections))
+	}
+	if cfg.MaxConcurrentDecodes < 1 {
+		errs = append(errs, fmt.Errorf("max_concurrent_decodes: must be positive, have %d", cfg.MaxConcurrentDecodes))
+	}
+	if cfg.MaxNamespacesPerRequest < 1 {
+		errs = append(errs, fmt.Errorf("max_namespaces_per_request: must be positive, have %d", cfg.MaxNamespacesPerRequest))
+	}
+	if cfg.PerClient.ReviewCost < 0 {
+		errs = append(errs, fmt.Errorf("per_client::review_cost: must not be negative, have %d", cfg.PerClient.ReviewCost))
 	}
 	errs = append(errs, cfg.Cache.Validate())
 	if cfg.PerClient.RecordsPerSecond <= 0 {

@@ -7,7 +7,6 @@ import (
 	"strconv"
 
 	"go.opentelemetry.io/collector/extension/extensionauth"
-	"go.opentelemetry.io/collector/pdata/plog/plogotlp"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/encoding/protojson"
@@ -65,14 +64,9 @@ func (r *otlpReceiver) handleLogs(w http.ResponseWriter, req *http.Request) {
 		writeStatus(w, enc, status.New(codes.InvalidArgument, "read body: "+err.Error()))
 		return
 	}
-	otlpReq := plogotlp.NewExportRequest()
-	if enc == jsonType {
-		err = otlpReq.UnmarshalJSON(body)
-	} else {
-		err = otlpReq.UnmarshalProto(body)
-	}
+	otlpReq, err := r.decode(req.Context(), enc, body)
 	if err != nil {
-		writeStatus(w, enc, status.New(codes.InvalidArgument, "decode request: "+err.Error()))
+		writeStatus(w, enc, status.Convert(err))
 		return
 	}
 	resp, err := r.export(req.Context(), r.obsHTTP, formatOf(enc), otlpReq)

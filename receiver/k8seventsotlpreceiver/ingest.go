@@ -10,7 +10,6 @@ import (
 
 	"go.opentelemetry.io/collector/client"
 	"go.opentelemetry.io/collector/consumer/consumererror"
-	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/plog"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
@@ -25,8 +24,17 @@ import (
 
 // Why a record is refused (the refused_records metric's reason).
 const (
-	reasonForbidden = "forbidden"
-	reasonInvalid   = "invalid"
+	reasonForbidden   = "forbidden"
+	reasonInvalid     = "invalid"
+	reasonNoNamespace = "no_namespace"
+	reasonNamespaces  = "too_many_namespaces"
+)
+
+// Why a request is refused whole before its records are read (the
+// refused_requests metric's reason).
+const (
+	reasonNoToken = "no_token"
+	reasonTooDeep = "too_deep"
 )
 
 // maxNamedNamespaces: forbidden namespaces named in a partial success
@@ -35,13 +43,15 @@ const maxNamedNamespaces = 3
 
 // refusals are one request's records refused for good.
 type refusals struct {
-	client     string
-	forbidden  int
-	invalid    int
-	namespaces []string // forbidden ones, at most maxNamedNamespaces
+	client      string
+	forbidden   int
+	invalid     int
+	noNamespace int      // in a namespace that does not exist
+	overCap     int      // in namespaces past max_namespaces_per_request
+	namespaces  []string // forbidden ones, at most maxNamedNamespaces
 }
 
-func (r *refusals) count() int { return r.forbidden + r.invalid }
+func (r *refusals) count() int { return r.forbidden + r.invalid + r.noNamespace + r.overCap }
 
 // message is the partial success's error_message: what was refused, why.
 func (r *refusals) message(total int) string {
@@ -53,13 +63,19 @@ func (r *refusals) message(total int) string {
 	if r.invalid > 0 {
 		parts = append(parts, fmt.Sprintf("%d invalid (no Kubernetes Event that could be written)", r.invalid))
 	}
+	if r.noNamespace > 0 {
+		parts = append(parts, fmt.Sprintf("%d in a namespace that does not exist", r.noNamespace))
+	}
+	if r.overCap > 0 {
+		parts = append(parts, fmt.Sprintf("%d in namespaces past the request's first max_namespaces_per_request", r.overCap))
+	}
 	return fmt.Sprintf("k8seventsotlp: %d of %d records refused: %s", r.count(), total, strings.Join(parts, "; "))
 }
 
 // consume takes one request's records: the caller's identity, its budget,
-// each record's namespace authorized for it; the records it may not write
-// are removed from ld and answered in refusals, the rest stamped with
-// their origin and passed on. An error refuses the whole request (a gRPC
+// each record's namespace authorized for it; the records it may write are
+// passed on re-encoded from their Events (see forward), the others
+// answered in refusals. An error refuses the whole request (a gRPC
 // status): nothing was passed on.
 func (r *otlpReceiver) consume(ctx context.Context, ld plog.Logs) (refusals, error) {
 	id, ok := k8sauth.FromAuth(client.FromContext(ctx).Auth)
@@ -71,75 +87,123 @@ func (r *otlpReceiver) consume(ctx context.Context, ld plog.Logs) (refusals, err
 	if total == 0 {
 		return out, nil
 	}
-	if wait, ok := r.budgets.take(id.Username, total, r.now()); !ok {
+	records := decodeRecords(ld)
+	r.screen(records)
+	namespaces := namespacesOf(records)
+	key := identityKey(&id)
+	// Each review not answered from the cache is charged too: a client
+	// naming namespaces it is not known in pays for the reviews it costs.
+	cost := total + r.access.uncached(key, namespaces)*r.cfg.PerClient.ReviewCost
+	if wait, ok := r.budgets.take(id.Username, cost, r.now()); !ok {
 		r.telemetry.ReceiverK8seventsotlpThrottledRequests.Add(ctx, 1)
 		return out, throttled(wait)
 	}
-	namespaces := recordNamespaces(ld)
-	allowed, err := r.authorize(ctx, &id, namespaces)
+	allowed, err := r.authorize(ctx, &id, key, namespaces)
 	if err != nil {
+		r.budgets.give(id.Username, cost) // the sender retries it: charged then
 		return out, status.Error(codes.Unavailable, "k8seventsotlp: cannot authorize the records now: "+err.Error())
 	}
-	i := 0
-	ld.ResourceLogs().RemoveIf(func(rl plog.ResourceLogs) bool {
-		k8sevent.ClearOrigin(rl.Resource().Attributes())
-		rl.ScopeLogs().RemoveIf(func(sl plog.ScopeLogs) bool {
-			sl.LogRecords().RemoveIf(func(lr plog.LogRecord) bool {
-				ns := namespaces[i]
-				i++
-				switch {
-				case ns == "":
-					out.invalid++
-					return true
-				case !allowed[ns]:
-					out.forbidden++
-					if len(out.namespaces) < maxNamedNamespaces && !slices.Contains(out.namespaces, ns) {
-						out.namespaces = append(out.namespaces, ns)
-					}
-					return true
-				}
-				k8sevent.PutOrigin(lr.Attributes(), id.Username, r.cluster)
-				return false
-			})
-			return sl.LogRecords().Len() == 0
-		})
-		return rl.ScopeLogs().Len() == 0
-	})
-	if ld.LogRecordCount() > 0 {
-		if err := r.next.ConsumeLogs(ctx, ld); err != nil {
+	fwd := plog.NewLogs()
+	lrs := fwd.ResourceLogs().AppendEmpty().ScopeLogs().AppendEmpty().LogRecords()
+	for i := range records {
+		rec := &records[i]
+		switch {
+		case rec.refusal == reasonInvalid:
+			out.invalid++
+		case rec.refusal == reasonNoNamespace:
+			out.noNamespace++
+		case rec.refusal == reasonNamespaces:
+			out.overCap++
+		case !allowed[rec.ns]:
+			out.forbidden++
+			if len(out.namespaces) < maxNamedNamespaces && !slices.Contains(out.namespaces, rec.ns) {
+				out.namespaces = append(out.namespaces, rec.ns)
+			}
+		default:
+			r.forward(rec, id.Username, lrs.AppendEmpty())
+		}
+	}
+	if lrs.Len() > 0 {
+		if err := r.next.ConsumeLogs(ctx, fwd); err != nil {
 			// The sender retries the whole request: its refusals are
-			// counted when it is taken.
+			// counted, and its budget charged, when it is taken.
+			r.budgets.give(id.Username, cost)
 			return out, nextError(err)
 		}
 	}
 	r.countRefused(ctx, reasonForbidden, out.forbidden)
 	r.countRefused(ctx, reasonInvalid, out.invalid)
+	r.countRefused(ctx, reasonNoNamespace, out.noNamespace)
+	r.countRefused(ctx, reasonNamespaces, out.overCap)
 	return out, nil
 }
 
-// recordNamespaces is each record's Event namespace in ld's order, ""
-// for a record that holds no Event an exporter could write.
-func recordNamespaces(ld plog.Logs) []string {
-	out := make([]string, 0, ld.LogRecordCount())
+// record is one record's Event as decoded, the namespace an exporter
+// would write it in ("": no Event, or one that cannot be made valid), and
+// why it is refused before any review ("": it is not).
+type record struct {
+	ev      k8sevent.Event
+	ns      string
+	refusal string
+}
+
+// screen refuses, before any review, the records that cannot be written
+// (invalid), those in a namespace that does not exist, and those in
+// namespaces past the request's first max_namespaces_per_request.
+func (r *otlpReceiver) screen(records []record) {
+	seen := map[string]bool{}
+	for i := range records {
+		rec := &records[i]
+		switch {
+		case rec.ns == "":
+			rec.refusal = reasonInvalid
+		case seen[rec.ns]:
+		case r.namespaces.missing(rec.ns):
+			rec.refusal = reasonNoNamespace
+		case len(seen) >= r.cfg.MaxNamespacesPerRequest:
+			rec.refusal = reasonNamespaces
+		default:
+			seen[rec.ns] = true
+		}
+	}
+}
+
+// decodeRecords decodes each record of ld, in order.
+func decodeRecords(ld plog.Logs) []record {
+	out := make([]record, 0, ld.LogRecordCount())
 	for _, rl := range ld.ResourceLogs().All() {
 		for _, sl := range rl.ScopeLogs().All() {
 			for _, lr := range sl.LogRecords().All() {
-				out = append(out, eventNamespace(rl.Resource(), lr))
+				var rec record
+				var found bool
+				rec.ev, _, found = k8sevent.Decode(rl.Resource(), lr, k8sevent.DecodeOptions{})
+				if found {
+					rec.ns = eventNamespace(rec.ev)
+				}
+				out = append(out, rec)
 			}
 		}
 	}
 	return out
 }
 
-// eventNamespace is the namespace an exporter writes lr's Event in: the
-// k8sevents exporter repairs a record with k8sevent.Sanitize first, as
-// here, and writes it in its ObjectNamespace. "": no Event, or one that
-// cannot be made valid.
-func eventNamespace(res pcommon.Resource, lr plog.LogRecord) string {
-	ev, _, found := k8sevent.Decode(res, lr, k8sevent.DecodeOptions{SkipTimes: true})
-	if !found {
-		return ""
+// namespacesOf is the distinct namespaces of the records not refused, in
+// their order (at most max_namespaces_per_request).
+func namespacesOf(records []record) []string {
+	var out []string
+	for i := range records {
+		if ns := records[i].ns; records[i].refusal == "" && !slices.Contains(out, ns) {
+			out = append(out, ns)
+		}
 	}
+	return out
+}
+
+// eventNamespace is the namespace an exporter writes ev in: the
+// k8sevents exporter repairs a record with k8sevent.Sanitize first, as
+// here, and writes it in its ObjectNamespace. "": an Event that cannot be
+// made valid.
+func eventNamespace(ev k8sevent.Event) string {
 	if _, fatal := k8sevent.Sanitize(&ev, time.Time{}); fatal != 0 {
 		return ""
 	}
@@ -148,10 +212,9 @@ func eventNamespace(res pcommon.Resource, lr plog.LogRecord) string {
 
 // authorize asks, for each distinct namespace, whether id may create
 // Events there, within the configured timeout.
-func (r *otlpReceiver) authorize(ctx context.Context, id *k8sauth.Identity, namespaces []string) (map[string]bool, error) {
+func (r *otlpReceiver) authorize(ctx context.Context, id *k8sauth.Identity, key string, namespaces []string) (map[string]bool, error) {
 	ctx, cancel := context.WithTimeout(ctx, r.cfg.Timeout)
 	defer cancel()
-	key := identityKey(id)
 	allowed := map[string]bool{}
 	for _, ns := range namespaces {
 		if _, done := allowed[ns]; done || ns == "" {
@@ -164,6 +227,10 @@ func (r *otlpReceiver) authorize(ctx context.Context, id *k8sauth.Identity, name
 		allowed[ns] = ok
 	}
 	return allowed, nil
+}
+
+func (r *otlpReceiver) refusedRequest(ctx context.Context, reason string) {
+	r.telemetry.ReceiverK8seventsotlpRefusedRequests.Add(ctx, 1, metric.WithAttributeSet(attribute.NewSet(attribute.String("reason", reason))))
 }
 
 func (r *otlpReceiver) countRefused(ctx context.Context, reason string, n int) {

@@ -11,6 +11,7 @@ import (
 
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/component/componentstatus"
+	"go.opentelemetry.io/collector/config/configgrpc"
 	"go.opentelemetry.io/collector/config/confighttp"
 	"go.opentelemetry.io/collector/config/configoptional"
 	"go.opentelemetry.io/collector/consumer"
@@ -18,6 +19,7 @@ import (
 	"go.opentelemetry.io/collector/receiver"
 	"go.opentelemetry.io/collector/receiver/receiverhelper"
 	"go.uber.org/zap"
+	"golang.org/x/net/netutil"
 	"google.golang.org/grpc"
 
 	"github.com/k8sevents/otel-k8sevents/internal/k8sevent"
@@ -25,14 +27,20 @@ import (
 )
 
 type otlpReceiver struct {
-	cfg       *Config
-	set       receiver.Settings
-	next      consumer.Logs
-	telemetry *metadata.TelemetryBuilder
-	budgets   *budgets
-	access    *access // its client is set by Start
-	cluster   k8sevent.Cluster
-	now       func() time.Time
+	cfg        *Config
+	set        receiver.Settings
+	next       consumer.Logs
+	telemetry  *metadata.TelemetryBuilder
+	budgets    *budgets
+	access     *access     // its client is set by Start
+	namespaces *namespaces // set by Start
+	cluster    k8sevent.Cluster
+	now        func() time.Time
+
+	// decodes holds a token for each request being decoded, across
+	// connections and protocols: a decoded request takes several times its
+	// size, and this bounds how many are decoded at once.
+	decodes chan struct{}
 
 	obsGRPC, obsHTTP *receiverhelper.ObsReport
 	serverGRPC       *grpc.Server
@@ -46,8 +54,9 @@ func newReceiver(set receiver.Settings, cfg *Config, next consumer.Logs) (*otlpR
 		return nil, fmt.Errorf("k8seventsotlp telemetry: %w", err)
 	}
 	r := &otlpReceiver{cfg: cfg, set: set, next: next, telemetry: tb, budgets: newBudgets(cfg.PerClient),
+		decodes: make(chan struct{}, cfg.MaxConcurrentDecodes),
 		cluster: k8sevent.Cluster{Name: cfg.ClusterName, UID: cfg.ClusterUID}, now: time.Now}
-	r.access = newAccess(nil, cfg.Cache, tb, func() time.Time { return r.now() })
+	r.access = newAccess(nil, cfg.Cache, cfg.Timeout, tb, func() time.Time { return r.now() })
 	for transport, obs := range map[string]**receiverhelper.ObsReport{"grpc": &r.obsGRPC, "http": &r.obsHTTP} {
 		if *obs, err = receiverhelper.NewObsReport(receiverhelper.ObsReportSettings{ReceiverID: set.ID, Transport: transport, ReceiverCreateSettings: set}); err != nil {
 			return nil, err
@@ -62,8 +71,11 @@ func (r *otlpReceiver) Start(ctx context.Context, host component.Host) error {
 		return fmt.Errorf("k8seventsotlp: %w", err)
 	}
 	r.access.client = cs
+	if r.namespaces, err = watchNamespaces(cs, r.set.Logger); err != nil {
+		return fmt.Errorf("k8seventsotlp: %w", err)
+	}
 	if err := r.startGRPC(ctx, host); err != nil {
-		return err
+		return errors.Join(err, r.Shutdown(ctx))
 	}
 	if err := r.startHTTP(ctx, host); err != nil {
 		return errors.Join(err, r.Shutdown(ctx))
@@ -78,15 +90,18 @@ func (r *otlpReceiver) startGRPC(ctx context.Context, host component.Host) error
 	}
 	// configgrpc installs the authenticator; its status errors
 	// (Unavailable when the API server cannot be asked) reach the caller.
-	srv, err := cfg.ToServer(ctx, host.GetExtensions(), r.set.TelemetrySettings)
+	// A call without a bearer token is refused at its headers.
+	srv, err := cfg.ToServer(ctx, host.GetExtensions(), r.set.TelemetrySettings,
+		configgrpc.WithGrpcServerOption(grpc.InTapHandle(r.requireBearer)))
 	if err != nil {
 		return fmt.Errorf("k8seventsotlp grpc: %w", err)
 	}
-	plogotlp.RegisterGRPCServer(srv, &grpcLogs{r: r})
+	srv.RegisterService(&logsService, r)
 	ln, err := cfg.NetAddr.Listen(ctx)
 	if err != nil {
 		return fmt.Errorf("k8seventsotlp grpc: %w", err)
 	}
+	ln = netutil.LimitListener(ln, r.cfg.MaxConnections)
 	r.set.Logger.Info("Starting GRPC server", zap.String("endpoint", ln.Addr().String()))
 	r.serverGRPC = srv
 	r.serve(host, func() error { return srv.Serve(ln) }, grpc.ErrServerStopped)
@@ -122,6 +137,7 @@ func (r *otlpReceiver) startHTTP(ctx context.Context, host component.Host) error
 	if err != nil {
 		return fmt.Errorf("k8seventsotlp http: %w", err)
 	}
+	ln = netutil.LimitListener(ln, r.cfg.MaxConnections)
 	r.set.Logger.Info("Starting HTTP server", zap.String("endpoint", ln.Addr().String()))
 	r.serverHTTP = srv
 	r.serve(host, func() error { return srv.Serve(ln) }, http.ErrServerClosed)
@@ -146,18 +162,9 @@ func (r *otlpReceiver) Shutdown(ctx context.Context) error {
 		r.serverGRPC.GracefulStop()
 	}
 	r.wg.Wait()
+	r.namespaces.shutdown()
 	r.telemetry.Shutdown()
 	return err
-}
-
-// grpcLogs is the OTLP logs service.
-type grpcLogs struct {
-	plogotlp.UnimplementedGRPCServer
-	r *otlpReceiver
-}
-
-func (g *grpcLogs) Export(ctx context.Context, req plogotlp.ExportRequest) (plogotlp.ExportResponse, error) {
-	return g.r.Export(ctx, req)
 }
 
 // Export takes one request as the gRPC service does, once the

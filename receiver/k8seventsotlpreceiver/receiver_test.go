@@ -146,7 +146,7 @@ func TestPerClientBudget(t *testing.T) {
 	r := newRig(t)
 	flooder := r.serviceAccount(t, "a", "app", "", "a")
 	other := r.serviceAccount(t, "b", "app", "", "b")
-	r.start(t, func(c *Config) { c.PerClient.RecordsPerSecond, c.PerClient.Burst = 1, 3 })
+	r.start(t, func(c *Config) { c.PerClient.RecordsPerSecond, c.PerClient.Burst, c.PerClient.ReviewCost = 1, 3, 0 })
 	resp, err := r.exportGRPC(t, flooder, events("a", "a", "a"))
 	require.NoError(t, err)
 	require.Zero(t, resp.PartialSuccess().RejectedLogRecords())
@@ -187,7 +187,9 @@ func TestPerClientBudget(t *testing.T) {
 // (gRPC Unavailable, HTTP 503), nothing passed on; once it is back, the
 // same request goes through.
 func TestAPIServerUnavailableIsRetryable(t *testing.T) {
-	r := newRig(t, kubetest.OwnServer()) // it stops the API server
+	// It stops the API server, which closes the receiver's watch of
+	// namespaces at once rather than waiting for it to end.
+	r := newRig(t, kubetest.OwnServer(), kubetest.WithAPIServerFlags("--shutdown-watch-termination-grace-period=1s"))
 	token := r.serviceAccount(t, "a", "app", "", "a")
 	r.start(t, func(c *Config) { c.Timeout = 2 * time.Second })
 	_, err := r.exportGRPC(t, token, events("b")) // the token is now cached by the authenticator

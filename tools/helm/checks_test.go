@@ -75,14 +75,16 @@ func checkOTLP(ctx context.Context, t *testing.T, cs kubernetes.Interface) {
 	for _, c := range []corev1.Container{c1, c2} {
 		assert.Equal(t, "otelcol-k8sevents:0.1.0@"+digest2, c.Image)
 	}
-	for name, pod := range map[string]corev1.PodSpec{"tier 1": tier1.Spec.Template.Spec, "tier 2": tier2.Spec.Template.Spec} {
-		assert.Equal(t, []string{"tiers-tls"}, secretsOf(pod), "%s mounts the TLS Secret of otlp.tls.secretName", name)
-	}
+	assert.Equal(t, []string{"tiers-tls"}, secretsOf(tier2.Spec.Template.Spec), "tier 2 mounts its server certificate (otlp.tls.secretName)")
+	assert.Equal(t, []string{"otelcol-tier1-client-tls"}, secretsOf(tier1.Spec.Template.Spec), "tier 1 mounts its client certificate, not tier 2's key")
+	assert.Equal(t, "system:serviceaccount:"+releaseNS+":otelcol-tier1", envOf(c2.Env, "TIER1_USER"), "tier 2 takes only tier 1")
 	assert.Equal(t, readyConfig(t, "tier1-loadbalancer.yaml"), configOf(ctx, t, cs, "otelcol-tier1"))
 	assert.Equal(t, readyConfig(t, "tier2-processor.yaml"), configOf(ctx, t, cs, "otelcol-tier2"))
 
 	sa := func(name string) string { return "system:serviceaccount:" + releaseNS + ":" + name }
 	assert.True(t, allowed(ctx, t, cs, sa("otelcol-tier1"), "create", "authentication.k8s.io", "tokenreviews", "", ""))
+	assert.True(t, allowed(ctx, t, cs, sa("otelcol-tier1"), "watch", "", "namespaces", "", ""))
+	assert.True(t, allowed(ctx, t, cs, sa("otelcol-tier2"), "create", "authentication.k8s.io", "tokenreviews", "", ""))
 	assert.True(t, allowed(ctx, t, cs, sa("otelcol-tier2"), "create", "events.k8s.io", "events", appNS, ""))
 	assert.False(t, allowed(ctx, t, cs, sa("otelcol-tier2"), "watch", "events.k8s.io", "events", "", ""))
 }

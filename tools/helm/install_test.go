@@ -151,7 +151,7 @@ func TestHelmInstallUpgradeStrict(t *testing.T) {
 
 	// A second release beside the first: other names for every object,
 	// cluster-wide ones included, its own admission policy.
-	// Its tier 1 serves OTLP over TLS, with the tiers' Secret.
+	// Its tier 1 serves OTLP over TLS, with a certificate of its own.
 	other, err := install(ctx, helmConfig(t, srv.Kubeconfig(t), otherNS), otherNS, otherName, ch, merge(everything(), map[string]any{
 		"mirror": map[string]any{"reportingController": "example.com/mirror-b"},
 		"otlp": map[string]any{"enabled": true, "reportingController": "example.com/ingest-b",
@@ -164,8 +164,8 @@ func TestHelmInstallUpgradeStrict(t *testing.T) {
 	checkPodSecurity(ctx, t, cs, otherNS)
 	checkMonitoring(ctx, t, srv, otherNS, "events-b-otel-k8sevents", "events-b-otel-k8sevents-tls")
 	checkEffective(ctx, t, cs, otherNS, "events-b-otel-k8sevents-tier1", map[string]any{
-		"receivers::k8seventsotlp::protocols::grpc::tls::cert_file": "/etc/otelcol/tls/tls.crt",
-		"receivers::k8seventsotlp::protocols::http::tls::key_file":  "/etc/otelcol/tls/tls.key",
+		"receivers::k8seventsotlp::protocols::grpc::tls::cert_file": "/etc/otelcol/listener-tls/tls.crt",
+		"receivers::k8seventsotlp::protocols::http::tls::key_file":  "/etc/otelcol/listener-tls/tls.key",
 	})
 	checkOwnEvents(ctx, t, srv, otherNS, map[string]string{
 		"events-b-otel-k8sevents": "example.com/mirror-b", "events-b-otel-k8sevents-tier2": "example.com/ingest-b",

@@ -180,10 +180,10 @@ func TestHelmPodKnobs(t *testing.T) {
 	assert.Equal(t, "topology.kubernetes.io/zone", spread[0].TopologyKey)
 }
 
-// TestHelmTier1TLS: otlp.tier1.tls serves both OTLP listeners over TLS,
-// with the tiers' certificate by default (already mounted under tls/) or
-// a Secret of its own, projected under listener-tls/; the per-client
-// budget reaches the receiver's environment.
+// TestHelmTier1TLS: otlp.tier1.tls serves both OTLP listeners over TLS
+// with a certificate of their own, projected under listener-tls/ (never
+// tier 2's server certificate); the per-client budget reaches the
+// receiver's environment.
 func TestHelmTier1TLS(t *testing.T) {
 	ch, err := loadChart(root)
 	require.NoError(t, err)
@@ -207,8 +207,8 @@ func TestHelmTier1TLS(t *testing.T) {
 		secret, dir string
 		secrets     []string
 	}{
-		{"", "/etc/otelcol/tls", []string{"otelcol-tls"}},
-		{"tier1-listener", "/etc/otelcol/listener-tls", []string{"otelcol-tls", "tier1-listener"}},
+		{"", "/etc/otelcol/listener-tls", []string{"otelcol-tier1-client-tls", "otelcol-tier1-tls"}},
+		{"tier1-listener", "/etc/otelcol/listener-tls", []string{"otelcol-tier1-client-tls", "tier1-listener"}},
 	} {
 		pod, cfg := tier1(map[string]any{"tls": map[string]any{"enabled": true, "secretName": c.secret}})
 		for _, p := range []string{"grpc", "http"} {
@@ -370,7 +370,7 @@ func TestHelmNotes(t *testing.T) {
 		"helm test otel-k8sevents -n events",
 		"apps send to otelcol-tier1.events:4317 (gRPC) or :4318 (HTTP)\n",
 		"at most\n20 records per second each (burst 200)",
-		"Secret\notelcol-tls: their pods wait until it exists",
+		"Tier 2 mounts Secret\notelcol-tls, tier 1 Secret otelcol-tier1-client-tls: their pods wait until they exist",
 		"Nothing scrapes them yet: --set serviceMonitor.enabled=true",
 	} {
 		assert.Contains(t, notes, want)
@@ -380,7 +380,7 @@ func TestHelmNotes(t *testing.T) {
 	notes = out["NOTES.txt"]
 	for _, want := range []string{
 		":4318 (HTTP) over TLS",
-		"(cert-manager's Certificate writes it)",
+		"tier 1 Secret otelcol-tier1-client-tls and otelcol-tier1-tls (cert-manager's Certificates write them)",
 		"through the ServiceMonitor otel-k8sevents",
 		"Alerts: PrometheusRule otel-k8sevents",
 		"Dashboard: ConfigMap otel-k8sevents-dashboard in grafana",

@@ -187,18 +187,30 @@ func TestHelmCertificate(t *testing.T) {
 	out, err := render(ch, everything(), "events")
 	require.NoError(t, err)
 	objs := objects(t, out)
-	decode(t, objs, "Certificate", "otelcol-tls", &cert)
-	assert.Equal(t, "cert-manager.io/v1", cert.APIVersion)
-	assert.Equal(t, "otelcol-tls", cert.Spec.SecretName)
-	assert.Equal(t, []string{"*.otelcol-tier2", "*.otelcol-tier2.events.svc", "*.otelcol-tier2.events.svc.cluster.local",
-		"otelcol-tier1", "otelcol-tier1.events", "otelcol-tier1.events.svc", "otelcol-tier1.events.svc.cluster.local"}, cert.Spec.DNSNames)
-	assert.Equal(t, []string{"server auth", "client auth", "digital signature"}, cert.Spec.Usages)
-	assert.Equal(t, map[string]string{"name": "ca", "kind": "ClusterIssuer", "group": "cert-manager.io"}, cert.Spec.IssuerRef)
-	for name, pod := range workloads(t, objs) {
-		if name != "otel-k8sevents" {
-			assert.Contains(t, secretsOf(pod.Spec), "otelcol-tls", name)
-		}
+	// One certificate per role: no pod holds a key it does not need.
+	for name, want := range map[string]struct {
+		cn     string
+		dns    []string
+		usages []string
+	}{
+		"otelcol-tls": {"otelcol-tier2", []string{"*.otelcol-tier2", "*.otelcol-tier2.events.svc", "*.otelcol-tier2.events.svc.cluster.local"},
+			[]string{"server auth", "digital signature"}},
+		"otelcol-tier1-client-tls": {"otelcol-tier1", nil, []string{"client auth", "digital signature"}},
+		"otelcol-tier1-tls": {"otelcol-tier1", []string{"otelcol-tier1", "otelcol-tier1.events", "otelcol-tier1.events.svc", "otelcol-tier1.events.svc.cluster.local"},
+			[]string{"server auth", "digital signature"}},
+	} {
+		cert.Spec.DNSNames = nil
+		decode(t, objs, "Certificate", name, &cert)
+		assert.Equal(t, "cert-manager.io/v1", cert.APIVersion, name)
+		assert.Equal(t, name, cert.Spec.SecretName)
+		assert.Equal(t, want.cn, cert.Spec.CommonName, name)
+		assert.Equal(t, want.dns, cert.Spec.DNSNames, name)
+		assert.Equal(t, want.usages, cert.Spec.Usages, name)
+		assert.Equal(t, map[string]string{"name": "ca", "kind": "ClusterIssuer", "group": "cert-manager.io"}, cert.Spec.IssuerRef, name)
 	}
+	pods := workloads(t, objs)
+	assert.Equal(t, []string{"otelcol-tls"}, secretsOf(pods["otelcol-tier2"].Spec))
+	assert.Equal(t, []string{"otelcol-tier1-client-tls", "otelcol-tier1-tls"}, secretsOf(pods["otelcol-tier1"].Spec))
 
 	_, err = render(ch, merge(everything(), map[string]any{"otlp": map[string]any{"enabled": true,
 		"tls": map[string]any{"certManager": map[string]any{"enabled": true}}}}), "events")

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/k8sevents/otel-k8sevents/internal/harness/kubetest"
@@ -51,8 +52,30 @@ func runTiers(ctx context.Context, t *testing.T, srv *kubetest.Server, ns, tier1
 	require.NoError(t, err)
 	http1 := fmt.Sprintf("127.0.0.1:%d", freePort(t))
 	runWorkload(ctx, t, srv, ns, tier1, d.Spec.Template, append(tls, "TIER2_ENDPOINTS=["+grpc2+"]",
-		fmt.Sprintf("OTLP_GRPC_ENDPOINT=127.0.0.1:%d", freePort(t)), "OTLP_HTTP_ENDPOINT="+http1)...)
+		fmt.Sprintf("OTLP_GRPC_ENDPOINT=127.0.0.1:%d", freePort(t)), "OTLP_HTTP_ENDPOINT="+http1,
+		"TIER2_TOKEN_FILE="+projectedToken(t, srv, ns, tier1, d.Spec.Template.Spec))...)
 	return http1
+}
+
+// projectedToken writes the token the kubelet would project into pod for
+// its ServiceAccount (ns/name): the audience the pod's volume asks for.
+func projectedToken(t *testing.T, srv *kubetest.Server, ns, name string, pod corev1.PodSpec) string {
+	t.Helper()
+	var audience string
+	for _, v := range pod.Volumes {
+		if v.Projected == nil {
+			continue
+		}
+		for _, src := range v.Projected.Sources {
+			if src.ServiceAccountToken != nil {
+				audience = src.ServiceAccountToken.Audience
+			}
+		}
+	}
+	require.NotEmpty(t, audience, "%s projects a token for tier 2", name)
+	file := filepath.Join(t.TempDir(), "token")
+	require.NoError(t, os.WriteFile(file, []byte(srv.ServiceAccountToken(t, ns, name, time.Hour, audience)), 0o600))
+	return file
 }
 
 // writeTLS writes a CA and one certificate of it for 127.0.0.1, for

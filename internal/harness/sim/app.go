@@ -45,7 +45,7 @@ type appRequest struct {
 }
 
 func newApp(w *World, name, target string, mode SenderMode) *app {
-	a := &app{w: w, name: name, token: "app-token-" + name, target: target, mode: mode, timeout: 5 * time.Second,
+	a := &app{w: w, name: name, token: appToken(name), target: target, mode: mode, timeout: 5 * time.Second,
 		queue: make(chan appRequest, 1024), done: make(chan struct{})}
 	go a.run()
 	return a

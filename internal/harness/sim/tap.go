@@ -30,7 +30,7 @@ func (t tap) ConsumeLogs(ctx context.Context, ld plog.Logs) error {
 			for _, lr := range sl.LogRecords().All() {
 				if ev, _, found := k8sevent.Decode(rl.Resource(), lr, k8sevent.DecodeOptions{SkipTimes: true}); found {
 					keys = append(keys, seriesKey{Namespace: ev.ObjectNamespace(), Kind: ev.Regarding.Kind, Name: ev.Regarding.Name, Reason: ev.Reason,
-						Controller: ev.ReportingController})
+						Controller: recordController(lr, &ev)})
 				}
 			}
 		}

@@ -121,6 +121,7 @@ func (w *World) addProcess(name, file string, env map[string]string) {
 	w.api.Allow(user, []string{"get", "list", "watch", "create", "patch", "update"}, "events.k8s.io", "events", "")
 	w.api.Allow(user, []string{"get", "create", "update"}, "coordination.k8s.io", "leases", collectorNS)
 	w.api.Allow(user, []string{"get"}, "", "namespaces", "kube-system")
+	w.api.Allow(user, []string{"list", "watch"}, "", "namespaces", "")
 	w.api.Allow(user, []string{"create"}, "authentication.k8s.io", "tokenreviews", "")
 	w.api.Allow(user, []string{"create"}, "authorization.k8s.io", "subjectaccessreviews", "")
 }

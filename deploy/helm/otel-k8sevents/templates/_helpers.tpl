@@ -38,10 +38,26 @@ StatefulSet renamed would start on new volume claims).
 {{- end -}}
 
 {{/*
-The tiers' TLS Secret: otlp.tls.secretName, or <tier prefix>-tls.
+Tier 2's server certificate Secret: otlp.tls.secretName, or <tier prefix>-tls.
 */}}
 {{- define "otel-k8sevents.tlsSecret" -}}
 {{- default (printf "%s-tls" (include "otel-k8sevents.tierPrefix" .)) .Values.otlp.tls.secretName -}}
+{{- end -}}
+
+{{/*
+Tier 1's client certificate Secret: otlp.tls.clientSecretName, or
+<tier prefix>-tier1-client-tls.
+*/}}
+{{- define "otel-k8sevents.tlsClientSecret" -}}
+{{- default (printf "%s-tier1-client-tls" (include "otel-k8sevents.tierPrefix" .)) .Values.otlp.tls.clientSecretName -}}
+{{- end -}}
+
+{{/*
+Tier 1's listeners' certificate Secret: otlp.tier1.tls.secretName, or
+<tier prefix>-tier1-tls.
+*/}}
+{{- define "otel-k8sevents.tier1ListenerSecret" -}}
+{{- default (printf "%s-tier1-tls" (include "otel-k8sevents.tierPrefix" .)) .Values.otlp.tier1.tls.secretName -}}
 {{- end -}}
 
 {{/*

@@ -28,6 +28,9 @@ ${env:...}, from the values (POD_IP is every pod's, in podSpec).
   value: {{ include "otel-k8sevents.tier2Endpoints" . | quote }}
 - name: OTLP_AUDIENCE
   value: {{ .Values.otlp.audience | quote }}
+# Tier 1's token for tier 2 (the projected volume, tier2/).
+- name: TIER2_TOKEN_FILE
+  value: /etc/otelcol/tier2/token
 # k8s.cluster.name stamped on every record (the Event's source cluster,
 # whatever an app claims); empty: none.
 - name: CLUSTER_NAME
@@ -44,6 +47,11 @@ ${env:...}, from the values (POD_IP is every pod's, in podSpec).
 {{- define "otel-k8sevents.tier2Env" -}}
 - name: STORAGE_DIR
   value: /var/lib/otelcol
+# Who may send: tier 1's ServiceAccount, with a token for this audience.
+- name: TIER2_AUDIENCE
+  value: {{ .Values.otlp.tier2Audience | quote }}
+- name: TIER1_USER
+  value: {{ printf "system:serviceaccount:%s:%s" .Release.Namespace (include "otel-k8sevents.tier1Name" .) | quote }}
 - name: REPORTING_CONTROLLER
   value: {{ .Values.otlp.reportingController | quote }}
 - name: GOMEMLIMIT
@@ -69,7 +77,7 @@ What the chart adds to tier 1's configuration: TLS on the OTLP listeners
 */}}
 {{- define "otel-k8sevents.tier1Config" -}}
 {{- if .Values.otlp.tier1.tls.enabled }}
-{{- $dir := ternary "/etc/otelcol/listener-tls" "/etc/otelcol/tls" (ne .Values.otlp.tier1.tls.secretName "") }}
+{{- $dir := "/etc/otelcol/listener-tls" }}
 receivers:
   k8seventsotlp:
     protocols:

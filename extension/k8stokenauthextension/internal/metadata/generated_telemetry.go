@@ -61,7 +61,7 @@ func NewTelemetryBuilder(settings component.TelemetrySettings, options ...Teleme
 	var err, errs error
 	builder.ExtensionK8stokenauthRefusals, err = builder.meter.Int64Counter(
 		"otelcol_extension_k8stokenauth_refusals",
-		metric.WithDescription("Requests refused, by attribute reason: missing (no bearer token), invalid (the API server does not authenticate it: unknown, expired, revoked, wrong audience), unavailable (no answer from the API server in time: retryable). [Alpha]"),
+		metric.WithDescription("Requests refused, by attribute reason: missing (no bearer token), invalid (not a token of this collector: refused locally, as too long, no JWT, another audience, expired or another issuer, or by the API server: unknown, revoked), throttled (refused unreviewed: its address spent its per_source budget of failures), unavailable (no answer from the API server in time: retryable). [Alpha]"),
 		metric.WithUnit("{requests}"),
 	)
 	errs = errors.Join(errs, err)

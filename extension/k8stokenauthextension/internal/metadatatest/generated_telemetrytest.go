@@ -24,7 +24,7 @@ func NewSettings(tt *componenttest.Telemetry) extension.Settings {
 func AssertEqualExtensionK8stokenauthRefusals(t *testing.T, tt *componenttest.Telemetry, dps []metricdata.DataPoint[int64], opts ...metricdatatest.Option) {
 	want := metricdata.Metrics{
 		Name:        "otelcol_extension_k8stokenauth_refusals",
-		Description: "Requests refused, by attribute reason: missing (no bearer token), invalid (the API server does not authenticate it: unknown, expired, revoked, wrong audience), unavailable (no answer from the API server in time: retryable). [Alpha]",
+		Description: "Requests refused, by attribute reason: missing (no bearer token), invalid (not a token of this collector: refused locally, as too long, no JWT, another audience, expired or another issuer, or by the API server: unknown, revoked), throttled (refused unreviewed: its address spent its per_source budget of failures), unavailable (no answer from the API server in time: retryable). [Alpha]",
 		Unit:        "{requests}",
 		Data: metricdata.Sum[int64]{
 			Temporality: metricdata.CumulativeTemporality,

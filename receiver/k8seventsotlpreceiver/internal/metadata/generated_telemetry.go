@@ -28,6 +28,7 @@ type TelemetryBuilder struct {
 	registrations                          []metric.Registration
 	ReceiverK8seventsotlpAccessReviews     metric.Int64Counter
 	ReceiverK8seventsotlpRefusedRecords    metric.Int64Counter
+	ReceiverK8seventsotlpRefusedRequests   metric.Int64Counter
 	ReceiverK8seventsotlpThrottledRequests metric.Int64Counter
 }
 
@@ -68,8 +69,14 @@ func NewTelemetryBuilder(settings component.TelemetrySettings, options ...Teleme
 	errs = errors.Join(errs, err)
 	builder.ReceiverK8seventsotlpRefusedRecords, err = builder.meter.Int64Counter(
 		"otelcol_receiver_k8seventsotlp_refused_records",
-		metric.WithDescription("Records dropped for good and reported in partial success, by attribute reason: forbidden (the caller may not create Events in the record's namespace), invalid (not an Event an exporter could write). [Alpha]"),
+		metric.WithDescription("Records dropped for good and reported in partial success, by attribute reason: forbidden (the caller may not create Events in the record's namespace), invalid (not an Event an exporter could write), no_namespace (in a namespace that does not exist, refused before any review), too_many_namespaces (in namespaces past the request's first max_namespaces_per_request, unreviewed). [Alpha]"),
 		metric.WithUnit("{records}"),
+	)
+	errs = errors.Join(errs, err)
+	builder.ReceiverK8seventsotlpRefusedRequests, err = builder.meter.Int64Counter(
+		"otelcol_receiver_k8seventsotlp_refused_requests",
+		metric.WithDescription("Requests refused whole before their records were read, by attribute reason: no_token (a gRPC call without a bearer token, refused at its headers), too_deep (attribute values nested deeper than the contract needs). [Alpha]"),
+		metric.WithUnit("{requests}"),
 	)
 	errs = errors.Join(errs, err)
 	builder.ReceiverK8seventsotlpThrottledRequests, err = builder.meter.Int64Counter(

@@ -40,7 +40,7 @@ func AssertEqualReceiverK8seventsotlpAccessReviews(t *testing.T, tt *componentte
 func AssertEqualReceiverK8seventsotlpRefusedRecords(t *testing.T, tt *componenttest.Telemetry, dps []metricdata.DataPoint[int64], opts ...metricdatatest.Option) {
 	want := metricdata.Metrics{
 		Name:        "otelcol_receiver_k8seventsotlp_refused_records",
-		Description: "Records dropped for good and reported in partial success, by attribute reason: forbidden (the caller may not create Events in the record's namespace), invalid (not an Event an exporter could write). [Alpha]",
+		Description: "Records dropped for good and reported in partial success, by attribute reason: forbidden (the caller may not create Events in the record's namespace), invalid (not an Event an exporter could write), no_namespace (in a namespace that does not exist, refused before any review), too_many_namespaces (in namespaces past the request's first max_namespaces_per_request, unreviewed). [Alpha]",
 		Unit:        "{records}",
 		Data: metricdata.Sum[int64]{
 			Temporality: metricdata.CumulativeTemporality,
@@ -49,6 +49,22 @@ func AssertEqualReceiverK8seventsotlpRefusedRecords(t *testing.T, tt *componentt
 		},
 	}
 	got, err := tt.GetMetric("otelcol_receiver_k8seventsotlp_refused_records")
+	require.NoError(t, err)
+	metricdatatest.AssertEqual(t, want, got, opts...)
+}
+
+func AssertEqualReceiverK8seventsotlpRefusedRequests(t *testing.T, tt *componenttest.Telemetry, dps []metricdata.DataPoint[int64], opts ...metricdatatest.Option) {
+	want := metricdata.Metrics{
+		Name:        "otelcol_receiver_k8seventsotlp_refused_requests",
+		Description: "Requests refused whole before their records were read, by attribute reason: no_token (a gRPC call without a bearer token, refused at its headers), too_deep (attribute values nested deeper than the contract needs). [Alpha]",
+		Unit:        "{requests}",
+		Data: metricdata.Sum[int64]{
+			Temporality: metricdata.CumulativeTemporality,
+			IsMonotonic: true,
+			DataPoints:  dps,
+		},
+	}
+	got, err := tt.GetMetric("otelcol_receiver_k8seventsotlp_refused_requests")
 	require.NoError(t, err)
 	metricdatatest.AssertEqual(t, want, got, opts...)
 }

@@ -21,11 +21,15 @@ func TestSetupTelemetry(t *testing.T) {
 	defer tb.Shutdown()
 	tb.ReceiverK8seventsotlpAccessReviews.Add(context.Background(), 1)
 	tb.ReceiverK8seventsotlpRefusedRecords.Add(context.Background(), 1)
+	tb.ReceiverK8seventsotlpRefusedRequests.Add(context.Background(), 1)
 	tb.ReceiverK8seventsotlpThrottledRequests.Add(context.Background(), 1)
 	AssertEqualReceiverK8seventsotlpAccessReviews(t, testTel,
 		[]metricdata.DataPoint[int64]{{Value: 1}},
 		metricdatatest.IgnoreTimestamp())
 	AssertEqualReceiverK8seventsotlpRefusedRecords(t, testTel,
+		[]metricdata.DataPoint[int64]{{Value: 1}},
+		metricdatatest.IgnoreTimestamp())
+	AssertEqualReceiverK8seventsotlpRefusedRequests(t, testTel,
 		[]metricdata.DataPoint[int64]{{Value: 1}},
 		metricdatatest.IgnoreTimestamp())
 	AssertEqualReceiverK8seventsotlpThrottledRequests(t, testTel,
