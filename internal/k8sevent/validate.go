@@ -3,6 +3,8 @@ package k8sevent
 import (
 	"errors"
 	"fmt"
+	"hash/fnv"
+	"io"
 	"strconv"
 	"strings"
 	"time"
@@ -170,13 +172,10 @@ func Truncate(s string, n int) string {
 // same name, so a restored series and an earlier version's objects keep
 // theirs.
 func GenerateName(regardingName string, first time.Time, key string) string {
-	h := uint32(2166136261) // FNV-1a, 32 bits, as hash/fnv computes it without a copy of the key
-	for i := range len(key) {
-		h = (h ^ uint32(key[i])) * 16777619
-	}
+	fnv32a := fnv.New32a()
+	_, _ = io.WriteString(fnv32a, key)
+	h := fnv32a.Sum32()
 	ns := uint64(first.UnixNano())
-	// Built in place, not by fmt: every record of a storm of distinct
-	// Events names a new series, and this is then one allocation.
 	var name strings.Builder
 	name.Grow(len(regardingName) + 1 + 16 + 8)
 	name.WriteString(regardingName)
