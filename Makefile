@@ -157,7 +157,7 @@ bench: apiserver otelcol
 	$(GO) test -run XXX -bench 'BenchmarkFreshness|BenchmarkHostileFieldsPeakRSS|BenchmarkAuthFairness' -benchtime 1x -timeout 20m ./e2e/ | tee $(BENCH_OUT)/e2e-benchmarks.txt
 	$(GO) test -run XXX -bench BenchmarkAuthCost -benchtime 1x -count 2 ./receiver/k8seventsotlpreceiver/ | tee $(BENCH_OUT)/auth-cost.txt
 	$(GO) run ./cmd/k8sevents-demo -bin $(BIN) -quiet | tee $(BENCH_OUT)/demo.txt
-	$(GO) test -run '$(BENCH_E2E)' -count=1 -v -timeout 90m ./e2e/ | grep -E '^(=== RUN|--- |\s+[a-z_]+_test\.go:[0-9]+:)' | tee $(BENCH_OUT)/e2e-runs.txt
+	$(GO) test -run '$(BENCH_E2E)' -count=1 -v -timeout 90m ./e2e/ | grep -E '^(=== (RUN|NAME|CONT)|--- |\s+[a-z_]+_test\.go:[0-9]+:)' | tee $(BENCH_OUT)/e2e-runs.txt
 	tools/buildcost.sh | tee $(BENCH_OUT)/build.txt
 
 ## sim: a long run of the simulator: SEEDS generated schedules per shape and every kept one (RACE=1: under the race
