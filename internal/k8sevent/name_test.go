@@ -63,7 +63,8 @@ func requireNoKey(t *testing.T, k string) {
 }
 
 // Sanitize checks reporting controllers with apimachinery's rules that do
-// not allocate: the check must agree with IsQualifiedName on every string.
+// not allocate (BenchmarkBudget holds the allocations per record): the
+// check must agree with IsQualifiedName on every string.
 func TestIsQualifiedNameAgreesWithApimachinery(t *testing.T) {
 	cases := []string{"", "a", "A", "kubelet", "default-scheduler", "k8s.io/kubelet", "example.com/My_Name.1",
 		"/a", "a/", "a/b/c", "A.com/b", "-a", "a-", "_a", "a_", ".a", "a.", "a..b", "é", "a/é",
@@ -73,7 +74,6 @@ func TestIsQualifiedNameAgreesWithApimachinery(t *testing.T) {
 		want := len(validation.IsQualifiedName(s)) == 0
 		require.Equal(t, want, isQualifiedName(s), "%q", s)
 	}
-	require.Zero(t, testing.AllocsPerRun(100, func() { isQualifiedName("example.com/kubelet") }), "allocations")
 }
 
 // randomStrings is 20,000 strings of up to 11 bytes of alphabet (bytes, so
