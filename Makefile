@@ -131,20 +131,34 @@ lint:
 	cd tools/helm && GOWORK=off $(GO) vet -race ./...
 	cd tools/operator && GOWORK=off $(GO) vet -race ./...
 
-## bench: the processor's budget table (ratios to client-go's EventCorrelator in the same run,
-## allocations, retained heap), the write-count and spam-filter reports per storm, the exporter's
-## writes, freshness and peak RSS under hostile input on the built collector, what authentication
-## and authorization cost and how one client's flood delays another's first Event.
+## bench: every measurement the docs refer to, each step's output also written to $(BENCH_DIR)/<step>.txt (bench/README.md
+## says what each file holds): the processor's budget table (ratios to client-go's EventCorrelator in the same run,
+## allocations, retained heap), the engine, the write-count and spam-filter reports per storm, the write-ahead log's
+## cost, the receiver's memory, the Go recorder, the exporter's writes, fairness and freshness, peak RSS under hostile
+## input on the built collector, what authentication and authorization cost and how one client's flood delays
+## another's first Event, make run's comparison with client-go's recorders, the end-to-end fault, hand-over and
+## scale-out runs (their logged measurements), and what building the distribution costs.
+BENCH_DIR ?= bench
+BENCH_OUT = $(abspath $(BENCH_DIR))
+BENCH_E2E := ^(TestFault.*|TestExactDestinationStartingAnswers403|TestHandOver(Mirror|Tier2).*|TestMirror|TestScaleOut|TestExactMetrics|TestRecorderStorm|TestRecorderFallback|TestAuthIngestion|TestHostileNestedPayload|TestHostileClientFlood)$$
+bench: SHELL := /bin/bash
+bench: .SHELLFLAGS := -o pipefail -c
 bench: apiserver otelcol
-	$(GO) test -run XXX -bench Budget -benchtime 1s -timeout 60m ./processor/eventseriesprocessor/
-	$(GO) test -run XXX -bench BenchmarkEngine -benchtime 1s -count 3 ./processor/eventseriesprocessor/internal/engine/
-	$(GO) test -run 'TestWriteCountReport|TestSpamFilterReport' -count=1 -v ./processor/eventseriesprocessor/ | grep '^ *|'
-	$(GO) test -run XXX -bench BenchmarkReceiverMemoryVsStoredEvents -benchtime 1x -timeout 20m ./receiver/k8seventsreceiver/
-	cd recorder && $(GO) test -run XXX -bench Eventf -benchtime 100000x -count 3 .
-	cd recorder && $(GO) test -run XXX -bench Storm100k -benchtime 1x -count 3 .
-	$(GO) test -run XXX -bench BenchmarkWrites -benchtime 2000x ./exporter/k8seventexporter/
-	$(GO) test -run XXX -bench 'BenchmarkFreshness|BenchmarkHostileFieldsPeakRSS|BenchmarkAuthFairness' -benchtime 1x -timeout 20m ./e2e/
-	$(GO) test -run XXX -bench BenchmarkAuthCost -benchtime 1x ./receiver/k8seventsotlpreceiver/
+	mkdir -p $(BENCH_OUT)
+	$(GO) test -run XXX -bench Budget -benchtime 1s -timeout 60m ./processor/eventseriesprocessor/ | tee $(BENCH_OUT)/processor-budget.txt
+	$(GO) test -run XXX -bench BenchmarkEngine -benchtime 1s -count 3 ./processor/eventseriesprocessor/internal/engine/ | tee $(BENCH_OUT)/engine.txt
+	$(GO) test -run 'TestWriteCountReport|TestSpamFilterReport' -count=1 -v ./processor/eventseriesprocessor/ | grep '^ *|' | tee $(BENCH_OUT)/processor-writes.txt
+	$(GO) test -run XXX -bench BenchmarkWriteAheadLog -benchtime 2s -count 2 ./processor/eventseriesprocessor/ | tee $(BENCH_OUT)/processor-wal.txt
+	$(GO) test -run XXX -bench BenchmarkReceiverMemoryVsStoredEvents -benchtime 1x -timeout 20m ./receiver/k8seventsreceiver/ | tee $(BENCH_OUT)/receiver-memory.txt
+	cd recorder && $(GO) test -run XXX -bench 'Eventf' -benchtime 100000x -count 3 . | tee $(BENCH_OUT)/recorder.txt
+	cd recorder && $(GO) test -run XXX -bench Storm100k -benchtime 1x -count 3 . | tee -a $(BENCH_OUT)/recorder.txt
+	$(GO) test -run XXX -bench 'BenchmarkWrites$$|BenchmarkWritesInterleaved' -benchtime 2000x -count 2 ./exporter/k8seventexporter/ | tee $(BENCH_OUT)/exporter-writes.txt
+	$(GO) test -run XXX -bench BenchmarkFairnessFloodDelay -benchtime 1x -timeout 20m ./exporter/k8seventexporter/ | tee $(BENCH_OUT)/exporter-fairness.txt
+	$(GO) test -run XXX -bench 'BenchmarkFreshness|BenchmarkHostileFieldsPeakRSS|BenchmarkAuthFairness' -benchtime 1x -timeout 20m ./e2e/ | tee $(BENCH_OUT)/e2e-benchmarks.txt
+	$(GO) test -run XXX -bench BenchmarkAuthCost -benchtime 1x -count 2 ./receiver/k8seventsotlpreceiver/ | tee $(BENCH_OUT)/auth-cost.txt
+	$(GO) run ./cmd/k8sevents-demo -bin $(BIN) -quiet | tee $(BENCH_OUT)/demo.txt
+	$(GO) test -run '$(BENCH_E2E)' -count=1 -v -timeout 90m ./e2e/ | grep -E '^(=== (RUN|NAME|CONT)|--- |\s+[a-z_]+_test\.go:[0-9]+:)' | tee $(BENCH_OUT)/e2e-runs.txt
+	tools/buildcost.sh | tee $(BENCH_OUT)/build.txt
 
 ## sim: a long run of the simulator: SEEDS generated schedules per shape and every kept one (RACE=1: under the race
 ## detector). SCHEDULE=file replays one schedule, REPEAT times, with every component's log.

@@ -24,9 +24,9 @@ import (
 // process on the same storage directory. The overlay only points the
 // exporter at the destination B (so that A holds nothing but the storm),
 // shortens the Lease (4 s instead of 15 s) and adds a file exporter (the
-// non-API sink of the third column).
+// non-API sink of the third property below).
 //
-// Each test asserts the three columns: every (object, reason) of A
+// Each test asserts three properties: every (object, reason) of A
 // is in B with exactly A's total; every series key has exactly one object
 // in B (finish_after is the default 6m, so no series ends during a test and
 // any second object is a defect, not a continuation); and the file sink got

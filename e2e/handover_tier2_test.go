@@ -336,7 +336,7 @@ func TestHandOverTier2Crash(t *testing.T) {
 // slot. Exact counts on the API server and in the file sink, no series key
 // with a second object, some objects written by two series (adopted), no
 // record emitted twice. ADOPT_OPEN_SERIES=false in the environment runs
-// the old behaviour, which fails the second-object assertion.
+// it without adoption, which fails the second-object assertion.
 func TestHandOverTier2Scale(t *testing.T) {
 	parallel(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)

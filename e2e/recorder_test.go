@@ -57,7 +57,7 @@ type exampleSummary struct {
 // occurrences, with and without the outage; during the outage the app
 // dropped nothing, lost nothing, started no goroutine per call, and its
 // recorder retried. client-go's results and every run's API writes are
-// logged for the table in recorder/README.md.
+// logged (make bench writes them to bench/e2e-runs.txt).
 func TestRecorderStorm(t *testing.T) {
 	parallel(t)
 	binary(t)

@@ -15,8 +15,8 @@ import (
 // pod 3 starts its own for the same key once the uid is known, or the
 // other way round (a restarted receiver whose first read failed). The
 // cluster is the same, named or not: one object counting both series.
-// Another cluster name stays apart. On the old code the unnamed cluster's
-// two series got two objects (adoption compared the name, else the uid).
+// Another cluster name stays apart. Adoption comparing the name, else the
+// uid, would give the unnamed cluster's two series two objects.
 func TestExactAdoptionWhenTheClusterUIDAppears(t *testing.T) {
 	t.Parallel()
 	r := newRig(t)

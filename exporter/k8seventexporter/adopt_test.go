@@ -145,8 +145,8 @@ func slots(ev *corev1.Event) map[string]string {
 // starts its own for the same key while pod 0's is open, and the two go
 // on interleaved. One object, whose count is the sum of both series
 // (through both APIs), one slot per series, never going down; pod 3
-// counts one adoption. Without adopt_open_series (the old code) pod 3
-// creates a second object and the test fails on the object count.
+// counts one adoption. Without adopt_open_series pod 3 creates a second
+// object and the test fails on the object count.
 func TestAdoptInterleavedWritersSumExactly(t *testing.T) {
 	t.Parallel()
 	r := newRig(t)

@@ -9,7 +9,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/hashicorp/golang-lru/v2/simplelru"
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/consumer/consumererror"
 	"go.opentelemetry.io/collector/exporter"
@@ -32,9 +31,9 @@ type k8seventsExporter struct {
 	instance     string
 	w            *writer
 	logRate      *ratelog.Limiter[string]
-	forbiddenLog *namespaceLog // when each namespace's RBAC gap was last logged
-	disp         *dispatcher   // the lanes and their writer; set at start
-	stop         chan struct{} // closed when the exporter starts to stop
+	forbiddenLog *ratelog.Limiter[string] // when each namespace's RBAC gap was last logged
+	disp         *dispatcher              // the lanes and their writer; set at start
+	stop         chan struct{}            // closed when the exporter starts to stop
 	stopOnce     sync.Once
 	id           component.ID
 	probe        storage.Client // a persistent queue's storage, written to see it works again (queue.go)
@@ -50,7 +49,7 @@ func newExporter(set exporter.Settings, cfg *Config) (*k8seventsExporter, error)
 		instance, _ = os.Hostname()
 	}
 	return &k8seventsExporter{cfg: cfg, logger: set.Logger, telemetry: tb, instance: k8sevent.Truncate(instance, k8sevent.MaxFieldBytes),
-		logRate: ratelog.New[string](time.Minute), forbiddenLog: newNamespaceLog(time.Minute),
+		logRate: ratelog.New[string](time.Minute), forbiddenLog: ratelog.New[string](time.Minute),
 		stop: make(chan struct{}), id: set.ID}, nil
 }
 
@@ -268,40 +267,10 @@ func (e *k8seventsExporter) permanent(ctx context.Context, reason string, err er
 // minute per namespace: a gap in one namespace never silences another's.
 func (e *k8seventsExporter) forbidden(ctx context.Context, ns string, err error) {
 	e.telemetry.ExporterK8seventsPermanentFailures.Add(ctx, 1, metric.WithAttributes(attribute.String("reason", "forbidden")))
-	if e.forbiddenLog.allow(ns, time.Now()) {
+	if e.forbiddenLog.Allow(ns, time.Now()) {
 		e.logger.Error("Dropped an event record: the exporter may not write Events in this namespace (grant its role there; logged once a minute per namespace)",
 			zap.String("namespace", ns), zap.Error(err))
 	}
-}
-
-// namespaceLogSize bounds the namespaces namespaceLog remembers.
-const namespaceLogSize = 1024
-
-// namespaceLog allows a line per namespace once per interval. It forgets
-// the namespaces logged least recently beyond namespaceLogSize (records
-// naming ever new namespaces must not grow it without bound): one of them
-// may log again sooner, at most once per record, and each such record
-// costs three requests under the QPS cap.
-type namespaceLog struct {
-	interval time.Duration
-	mu       sync.Mutex
-	last     *simplelru.LRU[string, time.Time]
-}
-
-func newNamespaceLog(interval time.Duration) *namespaceLog {
-	last, _ := simplelru.NewLRU[string, time.Time](namespaceLogSize, nil)
-	return &namespaceLog{interval: interval, last: last}
-}
-
-// allow reports whether ns may be logged at now, and if so counts it as logged.
-func (l *namespaceLog) allow(ns string, now time.Time) bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if at, ok := l.last.Get(ns); ok && now.Sub(at) < l.interval {
-		return false
-	}
-	l.last.Add(ns, now)
-	return true
 }
 
 // subset copies the records of ld whose position (resource, scope,

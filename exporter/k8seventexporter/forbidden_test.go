@@ -198,21 +198,3 @@ func writtenAt(l *writeLog, want map[string]int32) bool {
 	}
 	return true
 }
-
-// TestNamespaceLogOncePerIntervalPerNamespace: a namespace's line is not
-// silenced by another's, repeats once per interval, and the namespaces
-// remembered are bounded (the oldest forgotten may log again).
-func TestNamespaceLogOncePerIntervalPerNamespace(t *testing.T) {
-	t.Parallel()
-	l := newNamespaceLog(time.Minute)
-	at := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
-	assert.True(t, l.allow("other", at))
-	assert.False(t, l.allow("other", at.Add(59*time.Second)))
-	assert.True(t, l.allow("third", at.Add(time.Second)), "another namespace is not silenced")
-	assert.True(t, l.allow("other", at.Add(time.Minute)))
-	for i := range namespaceLogSize {
-		l.allow(fmt.Sprintf("ns-%d", i), at.Add(time.Minute))
-	}
-	assert.Equal(t, namespaceLogSize, l.last.Len(), "bounded")
-	assert.True(t, l.allow("third", at.Add(time.Minute)), "forgotten: logged again")
-}

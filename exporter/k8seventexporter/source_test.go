@@ -32,7 +32,7 @@ func eachAPI(t *testing.T, r *rig, f func(t *testing.T, suffix string, exp expor
 }
 
 // TestWritesAcceptedTypes: records keep Error and Critical (the processor
-// no longer downgrades them); the exporter alone makes them a type the API
+// does not downgrade them); the exporter alone makes them a type the API
 // server accepts, Warning, in both APIs, on the create and on the count
 // patch that follows. events.k8s.io/v1 refuses any other type: without the
 // exporter's normalisation these writes fail.

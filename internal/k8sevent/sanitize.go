@@ -1,6 +1,10 @@
 package k8sevent
 
-import "time"
+import (
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/validation"
+)
 
 // Sanitize repairs in place what can be repaired and reports what it
 // repaired and what is fatal (no valid Event can be made of the record). It
@@ -21,7 +25,7 @@ func Sanitize(ev *Event, now time.Time) (repaired, fatal Problem) {
 		ev.Namespace = "" // the regarding object's, or default
 		repaired |= ProblemNamespaceMismatch
 	}
-	if !isDNS1123Label(ev.ObjectNamespace()) {
+	if len(validation.IsDNS1123Label(ev.ObjectNamespace())) > 0 {
 		fatal |= ProblemBadNamespace
 	}
 	if c := ev.ReportingController; c != "" && !isQualifiedName(c) {

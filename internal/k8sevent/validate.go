@@ -3,6 +3,8 @@ package k8sevent
 import (
 	"errors"
 	"fmt"
+	"hash/fnv"
+	"io"
 	"strconv"
 	"strings"
 	"time"
@@ -76,70 +78,21 @@ func (p Problem) String() string {
 	return strings.Join(names, ",")
 }
 
-// isDNS1123Label is validation.IsDNS1123Label's rule, which a namespace
-// name follows, without its regular expression, which Sanitize would run
-// on every record.
-func isDNS1123Label(s string) bool {
-	return len(s) <= validation.DNS1123LabelMaxLength && isLabelText(s)
-}
-
-// isDNS1123Subdomain is validation.IsDNS1123Subdomain's rule without its
-// regular expression: at most 253 bytes of dot-separated labels.
-func isDNS1123Subdomain(s string) bool {
-	if len(s) > validation.DNS1123SubdomainMaxLength {
-		return false
-	}
-	start := 0 // of the current label
-	for i := 0; i <= len(s); i++ {
-		if i == len(s) || s[i] == '.' {
-			if !isLabelText(s[start:i]) {
-				return false
-			}
-			start = i + 1
-		}
-	}
-	return true
-}
-
-// isLabelText reports whether s is a DNS-1123 label of any length: lower-case
-// alphanumerics and '-', starting and ending with an alphanumeric.
-func isLabelText(s string) bool {
-	if s == "" {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		alnum := c >= 'a' && c <= 'z' || c >= '0' && c <= '9'
-		if !alnum && (c != '-' || i == 0 || i == len(s)-1) {
-			return false
-		}
-	}
-	return true
-}
-
-// isQualifiedName is validation.IsQualifiedName's rule without its regular
-// expression (every events.k8s.io record names its reporting controller):
-// an optional DNS-1123 subdomain and '/', then a name of at most 63 bytes of
-// alphanumerics, '-', '_' and '.', starting and ending with an alphanumeric.
+// isQualifiedName is validation.IsQualifiedName's rule (the API server's
+// for a reporting controller) from apimachinery's rules that do not
+// allocate; IsQualifiedName splits its argument, an allocation Sanitize
+// would make on every record: an optional non-empty DNS-1123 subdomain and
+// '/', then a non-empty label value (at most 63 bytes of alphanumerics,
+// '-', '_' and '.', starting and ending with an alphanumeric).
 func isQualifiedName(s string) bool {
 	name := s
 	if prefix, rest, found := strings.Cut(s, "/"); found {
-		if !isDNS1123Subdomain(prefix) {
+		if len(validation.IsDNS1123Subdomain(prefix)) > 0 {
 			return false
 		}
 		name = rest
 	}
-	if len(name) == 0 || len(name) > 63 {
-		return false
-	}
-	for i := 0; i < len(name); i++ {
-		c := name[i]
-		alnum := c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
-		if !alnum && (c != '-' && c != '_' && c != '.' || i == 0 || i == len(name)-1) {
-			return false
-		}
-	}
-	return true
+	return name != "" && len(validation.IsValidLabelValue(name)) == 0
 }
 
 // Truncate cuts s to at most n bytes without splitting a UTF-8 sequence;
@@ -170,13 +123,10 @@ func Truncate(s string, n int) string {
 // same name, so a restored series and an earlier version's objects keep
 // theirs.
 func GenerateName(regardingName string, first time.Time, key string) string {
-	h := uint32(2166136261) // FNV-1a, 32 bits, as hash/fnv computes it without a copy of the key
-	for i := range len(key) {
-		h = (h ^ uint32(key[i])) * 16777619
-	}
+	fnv32a := fnv.New32a()
+	_, _ = io.WriteString(fnv32a, key)
+	h := fnv32a.Sum32()
 	ns := uint64(first.UnixNano())
-	// Built in place, not by fmt: every record of a storm of distinct
-	// Events names a new series, and this is then one allocation.
 	var name strings.Builder
 	name.Grow(len(regardingName) + 1 + 16 + 8)
 	name.WriteString(regardingName)
@@ -186,7 +136,7 @@ func GenerateName(regardingName string, first time.Time, key string) string {
 	hash := strconv.AppendUint(digits[:0], uint64(h), 16)
 	name.WriteString("00000000"[len(hash):]) // %08x
 	name.Write(hash)
-	if isDNS1123Subdomain(name.String()) {
+	if len(validation.IsDNS1123Subdomain(name.String())) == 0 {
 		return name.String()
 	}
 	return fmt.Sprintf("event.%016x%08x", ns, h)

@@ -141,9 +141,9 @@ func occurrencesCounted(t *testing.T, runs ...*run) int64 {
 	return n
 }
 
-// TestFaultRefusedSingletonThenShutdown: the case. A singleton the
-// next consumer refuses, then shutdown: the singleton goes out at shutdown
-// (the old code answered a permanent error and emitted nothing).
+// TestFaultRefusedSingletonThenShutdown: a singleton the next consumer
+// refuses, then shutdown: the singleton goes out at shutdown, not answered
+// with a permanent error and never emitted.
 func TestFaultRefusedSingletonThenShutdown(t *testing.T) {
 	sink := &faultSink{}
 	h := newHarnessWith(t, eventTime, time.Now, sink)

@@ -73,7 +73,7 @@ func TestStateUnrepairableEventRecordIsDropped(t *testing.T) {
 // TestHostileCountersSaturate: counts near
 // MaxInt64 on several Event uids of one series: every counter stays within
 // 0..2^53 (saturates; it never wraps negative: the metrics SDK sums through
-// float64, and the old code's counters read -2^63).
+// float64, and a wrapped counter would read -2^63).
 func TestHostileCountersSaturate(t *testing.T) {
 	h := newHarness(t, eventTime)
 	ev := podEvent("web-1", "BackOff", "x")

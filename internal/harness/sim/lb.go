@@ -126,7 +126,9 @@ func (lb *loadBalancer) Shutdown(ctx context.Context) error {
 func (lb *loadBalancer) Capabilities() consumer.Capabilities { return consumer.Capabilities{} }
 
 // ConsumeLogs splits ld by backend and hands each part to its backend's
-// exporter in turn, as load_balancing does; the errors are joined.
+// exporter in turn, as load_balancing does; the errors are joined. The
+// routing key is hashed with CRC-32 (IEEE), load_balancing's ring hash, so
+// that the kept schedules keep the routing they were found with.
 func (lb *loadBalancer) ConsumeLogs(ctx context.Context, ld plog.Logs) error {
 	parts := make([]plog.Logs, len(lb.backends))
 	for _, rl := range ld.ResourceLogs().All() {

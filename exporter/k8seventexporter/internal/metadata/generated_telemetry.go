@@ -63,13 +63,13 @@ func NewTelemetryBuilder(settings component.TelemetrySettings, options ...Teleme
 	var err, errs error
 	builder.ExporterK8seventsPermanentFailures, err = builder.meter.Int64Counter(
 		"otelcol_exporter_k8sevents_permanent_failures",
-		metric.WithDescription("Records dropped for good, by attribute reason: invalid (cannot become a valid Event), namespace (outside the allowlist), rejected (the API server refused it), conflict (every name the record may use holds an Event that is not its own), forbidden (403 again from an API server that said it is ready: the exporter's RBAC lacks the namespace). [Alpha]"),
+		metric.WithDescription("Records dropped for good, by attribute reason. [Alpha]"),
 		metric.WithUnit("{records}"),
 	)
 	errs = errors.Join(errs, err)
 	builder.ExporterK8seventsRetryableFailures, err = builder.meter.Int64Counter(
 		"otelcol_exporter_k8sevents_retryable_failures",
-		metric.WithDescription("Writes that failed and will be retried, by attribute reason: throttled (429), forbidden (403 from an API server that is not ready yet) or error (5xx, timeout, connection). [Alpha]"),
+		metric.WithDescription("Writes that failed and will be retried, by attribute reason. [Alpha]"),
 		metric.WithUnit("{writes}"),
 	)
 	errs = errors.Join(errs, err)
@@ -82,7 +82,7 @@ func NewTelemetryBuilder(settings component.TelemetrySettings, options ...Teleme
 	errs = errors.Join(errs, err)
 	builder.ExporterK8seventsWrites, err = builder.meter.Int64Counter(
 		"otelcol_exporter_k8sevents_writes",
-		metric.WithDescription("Event writes the API server accepted, by attribute outcome: created, patched, created_after_404, patched_after_409, adopted (create answered AlreadyExists and the object already held the count: nothing sent), stale (an older record than the stored count: skipped), unchanged (the count already written: no request), adopted_series (a series' first write, into the open object of its series another exporter wrote: adopt_open_series). [Alpha]"),
+		metric.WithDescription("Event writes the API server accepted, by attribute outcome. [Alpha]"),
 		metric.WithUnit("{writes}"),
 	)
 	errs = errors.Join(errs, err)

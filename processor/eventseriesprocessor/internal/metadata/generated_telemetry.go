@@ -112,13 +112,13 @@ func NewTelemetryBuilder(settings component.TelemetrySettings, options ...Teleme
 	errs = errors.Join(errs, err)
 	builder.ProcessorEventseriesInvalidRecords, err = builder.meter.Int64Counter(
 		"otelcol_processor_eventseries_invalid_records",
-		metric.WithDescription("Records with a problem, by attribute problem (missing_reason, missing_regarding, bad_namespace, negative_count, zero_time, bad_type, long_note, long_field, bad_value, bad_controller, namespace_mismatch) and outcome (repaired, dropped). [Alpha]"),
+		metric.WithDescription("Records with a problem, by attribute problem and outcome. [Alpha]"),
 		metric.WithUnit("{records}"),
 	)
 	errs = errors.Join(errs, err)
 	builder.ProcessorEventseriesNonEventRecords, err = builder.meter.Int64Counter(
 		"otelcol_processor_eventseries_non_event_records",
-		metric.WithDescription("Records that carry no Event, by attribute outcome (passed, dropped). [Alpha]"),
+		metric.WithDescription("Records that carry no Event, by attribute outcome. [Alpha]"),
 		metric.WithUnit("{records}"),
 	)
 	errs = errors.Join(errs, err)
@@ -142,13 +142,13 @@ func NewTelemetryBuilder(settings component.TelemetrySettings, options ...Teleme
 	errs = errors.Join(errs, err)
 	builder.ProcessorEventseriesRecordsOut, err = builder.meter.Int64Counter(
 		"otelcol_processor_eventseries_records_out",
-		metric.WithDescription("Event records emitted, by attribute state: singleton, started, ongoing, finished, or legacy (count update). [Alpha]"),
+		metric.WithDescription("Event records emitted, by attribute state. [Alpha]"),
 		metric.WithUnit("{records}"),
 	)
 	errs = errors.Join(errs, err)
 	builder.ProcessorEventseriesRefusedRecords, err = builder.meter.Int64Counter(
 		"otelcol_processor_eventseries_refused_records",
-		metric.WithDescription("Records the next consumer refused, by attribute outcome: retried (kept first in line and sent again; counted at each refusal) or dropped (a permanent error). [Alpha]"),
+		metric.WithDescription("Records the next consumer refused, by attribute outcome. [Alpha]"),
 		metric.WithUnit("{records}"),
 	)
 	errs = errors.Join(errs, err)
@@ -184,7 +184,7 @@ func NewTelemetryBuilder(settings component.TelemetrySettings, options ...Teleme
 	errs = errors.Join(errs, err)
 	builder.ProcessorEventseriesStateErrors, err = builder.meter.Int64Counter(
 		"otelcol_processor_eventseries_state_errors",
-		metric.WithDescription("State that could not be restored from storage (the processor started empty, or a log entry skipped) or saved to it, and batches refused because the write-ahead log could not be written, by attribute operation (restore, save, log). [Alpha]"),
+		metric.WithDescription("State that could not be restored from storage or saved to it, and batches refused because the write-ahead log could not be written, by attribute operation. [Alpha]"),
 		metric.WithUnit("{errors}"),
 	)
 	errs = errors.Join(errs, err)

@@ -104,7 +104,7 @@ func AssertEqualProcessorEventseriesHeartbeats(t *testing.T, tt *componenttest.T
 func AssertEqualProcessorEventseriesInvalidRecords(t *testing.T, tt *componenttest.Telemetry, dps []metricdata.DataPoint[int64], opts ...metricdatatest.Option) {
 	want := metricdata.Metrics{
 		Name:        "otelcol_processor_eventseries_invalid_records",
-		Description: "Records with a problem, by attribute problem (missing_reason, missing_regarding, bad_namespace, negative_count, zero_time, bad_type, long_note, long_field, bad_value, bad_controller, namespace_mismatch) and outcome (repaired, dropped). [Alpha]",
+		Description: "Records with a problem, by attribute problem and outcome. [Alpha]",
 		Unit:        "{records}",
 		Data: metricdata.Sum[int64]{
 			Temporality: metricdata.CumulativeTemporality,
@@ -120,7 +120,7 @@ func AssertEqualProcessorEventseriesInvalidRecords(t *testing.T, tt *componentte
 func AssertEqualProcessorEventseriesNonEventRecords(t *testing.T, tt *componenttest.Telemetry, dps []metricdata.DataPoint[int64], opts ...metricdatatest.Option) {
 	want := metricdata.Metrics{
 		Name:        "otelcol_processor_eventseries_non_event_records",
-		Description: "Records that carry no Event, by attribute outcome (passed, dropped). [Alpha]",
+		Description: "Records that carry no Event, by attribute outcome. [Alpha]",
 		Unit:        "{records}",
 		Data: metricdata.Sum[int64]{
 			Temporality: metricdata.CumulativeTemporality,
@@ -180,7 +180,7 @@ func AssertEqualProcessorEventseriesPendingRecords(t *testing.T, tt *componentte
 func AssertEqualProcessorEventseriesRecordsOut(t *testing.T, tt *componenttest.Telemetry, dps []metricdata.DataPoint[int64], opts ...metricdatatest.Option) {
 	want := metricdata.Metrics{
 		Name:        "otelcol_processor_eventseries_records_out",
-		Description: "Event records emitted, by attribute state: singleton, started, ongoing, finished, or legacy (count update). [Alpha]",
+		Description: "Event records emitted, by attribute state. [Alpha]",
 		Unit:        "{records}",
 		Data: metricdata.Sum[int64]{
 			Temporality: metricdata.CumulativeTemporality,
@@ -196,7 +196,7 @@ func AssertEqualProcessorEventseriesRecordsOut(t *testing.T, tt *componenttest.T
 func AssertEqualProcessorEventseriesRefusedRecords(t *testing.T, tt *componenttest.Telemetry, dps []metricdata.DataPoint[int64], opts ...metricdatatest.Option) {
 	want := metricdata.Metrics{
 		Name:        "otelcol_processor_eventseries_refused_records",
-		Description: "Records the next consumer refused, by attribute outcome: retried (kept first in line and sent again; counted at each refusal) or dropped (a permanent error). [Alpha]",
+		Description: "Records the next consumer refused, by attribute outcome. [Alpha]",
 		Unit:        "{records}",
 		Data: metricdata.Sum[int64]{
 			Temporality: metricdata.CumulativeTemporality,
@@ -292,7 +292,7 @@ func AssertEqualProcessorEventseriesSpamDropped(t *testing.T, tt *componenttest.
 func AssertEqualProcessorEventseriesStateErrors(t *testing.T, tt *componenttest.Telemetry, dps []metricdata.DataPoint[int64], opts ...metricdatatest.Option) {
 	want := metricdata.Metrics{
 		Name:        "otelcol_processor_eventseries_state_errors",
-		Description: "State that could not be restored from storage (the processor started empty, or a log entry skipped) or saved to it, and batches refused because the write-ahead log could not be written, by attribute operation (restore, save, log). [Alpha]",
+		Description: "State that could not be restored from storage or saved to it, and batches refused because the write-ahead log could not be written, by attribute operation. [Alpha]",
 		Unit:        "{errors}",
 		Data: metricdata.Sum[int64]{
 			Temporality: metricdata.CumulativeTemporality,

@@ -98,7 +98,7 @@ func NewTelemetryBuilder(settings component.TelemetrySettings, options ...Teleme
 	errs = errors.Join(errs, err)
 	builder.ReceiverK8seventsEventsReceived, err = builder.meter.Int64Counter(
 		"otelcol_receiver_k8sevents_events_received",
-		metric.WithDescription("Watch events received, by attribute type: added, modified, deleted, bookmark, error; and listed (from a list). [Alpha]"),
+		metric.WithDescription("Watch events received, and Events listed, by attribute type. [Alpha]"),
 		metric.WithUnit("{events}"),
 	)
 	errs = errors.Join(errs, err)

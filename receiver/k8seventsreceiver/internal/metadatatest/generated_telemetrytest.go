@@ -39,7 +39,7 @@ func AssertEqualReceiverK8seventsEmitLag(t *testing.T, tt *componenttest.Telemet
 func AssertEqualReceiverK8seventsEventsReceived(t *testing.T, tt *componenttest.Telemetry, dps []metricdata.DataPoint[int64], opts ...metricdatatest.Option) {
 	want := metricdata.Metrics{
 		Name:        "otelcol_receiver_k8sevents_events_received",
-		Description: "Watch events received, by attribute type: added, modified, deleted, bookmark, error; and listed (from a list). [Alpha]",
+		Description: "Watch events received, and Events listed, by attribute type. [Alpha]",
 		Unit:        "{events}",
 		Data: metricdata.Sum[int64]{
 			Temporality: metricdata.CumulativeTemporality,
