@@ -42,6 +42,9 @@ const (
 	snapshotVersion = 8
 )
 
+// SnapshotVersion is the format Snapshot writes.
+const SnapshotVersion = snapshotVersion
+
 // ErrSnapshotVersion: Restore refused a snapshot of another version.
 var ErrSnapshotVersion = errors.New("snapshot of another version")
 
