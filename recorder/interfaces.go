@@ -92,7 +92,7 @@ func (l *LegacyRecorder) record(object runtime.Object, annotations map[string]st
 	if !ok {
 		return
 	}
-	e := entry{at: l.r.now(), regarding: regarding, eventType: eventtype, reason: reason, note: message,
+	e := entry{at: l.r.stamp(), regarding: regarding, eventType: eventtype, reason: reason, note: message,
 		annotations: cloneAnnotations(annotations), controller: l.controller, instance: l.instance, legacy: true}
 	l.r.enqueue(&e)
 }
@@ -110,7 +110,7 @@ func (ev *EventsRecorder) Eventf(regarding runtime.Object, related runtime.Objec
 	if related != nil {
 		rel, _ = ref.GetReference(ev.scheme, related)
 	}
-	e := entry{at: ev.r.now(), regarding: reg, related: rel, eventType: eventtype, reason: reason, action: action, note: message,
+	e := entry{at: ev.r.stamp(), regarding: reg, related: rel, eventType: eventtype, reason: reason, action: action, note: message,
 		controller: ev.controller, instance: ev.instance}
 	ev.r.enqueue(&e)
 }

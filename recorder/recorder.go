@@ -123,6 +123,7 @@ type Stats struct {
 type Recorder struct {
 	opts     Options
 	now      func() time.Time // the clock calls are stamped with; a test's fixed one for golden output
+	stamped  atomic.Int64     // the last call's time, unix ns (see stamp)
 	queue    chan entry
 	exporter sdklog.Exporter
 	enc      *encoder
@@ -296,4 +297,20 @@ func cloneAnnotations(a map[string]string) map[string]string {
 		return nil
 	}
 	return maps.Clone(a)
+}
+
+// stamp is the time of a call: the clock's, or one nanosecond after the
+// previous call's when the clock has not moved past it (a coarse clock,
+// two calls in one tick). The collector takes a request identical to one
+// it counted within the hour for that request sent again, so two
+// occurrences must never share a time.
+func (r *Recorder) stamp() time.Time {
+	t := r.now().UnixNano()
+	for {
+		last := r.stamped.Load()
+		n := max(t, last+1)
+		if r.stamped.CompareAndSwap(last, n) {
+			return time.Unix(0, n).UTC()
+		}
+	}
 }

@@ -105,7 +105,7 @@ func TestRecorderRequestDecodes(t *testing.T) {
 	}, {
 		Type: k8sevent.TypeNormal, Reason: "Scheduled", Action: "Binding", Note: "assigned to node-1", Regarding: pod,
 		Related:             k8sevent.ObjectRef{Kind: "Node", Name: "node-1", UID: "uid-node-1", APIVersion: "v1"},
-		ReportingController: "example.com/golden", ReportingInstance: "golden-0", Time: at,
+		ReportingController: "example.com/golden", ReportingInstance: "golden-0", Time: at.Add(time.Nanosecond), // a call at the same instant: a nanosecond later
 	}}
 	for i := range want {
 		lr := recs.At(i)

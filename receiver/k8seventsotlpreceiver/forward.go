@@ -3,6 +3,7 @@ package k8seventsotlpreceiver // import "github.com/k8sevents/otel-k8sevents/rec
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"time"
 
 	"go.opentelemetry.io/collector/pdata/plog"
 
@@ -25,9 +26,17 @@ import (
 //   - the uid it names is scoped to its client and namespace (scopedUID):
 //     the processor's totals know an Event by its uid, and a client naming
 //     another's must not make that client's records count as repeats;
-//   - its origin is the client and this receiver's cluster (PutOrigin).
-func (r *otlpReceiver) forward(rec *record, client string, lr plog.LogRecord) {
+//   - its origin is the client and this receiver's cluster (PutOrigin);
+//   - it has a time: one that came without any is stamped with when its
+//     request was received. The processor takes a batch identical to one
+//     counted before for its sender's resend, so two requests of the same
+//     timeless record would count once; stamped, each counts (and a resend
+//     of such a request counts again: only a sender's time can tell it).
+func (r *otlpReceiver) forward(rec *record, client string, received time.Time, lr plog.LogRecord) {
 	ev := rec.ev
+	if ev.Time.IsZero() {
+		ev.Time = received
+	}
 	ev.Namespace = rec.ns
 	ev.ReportingController, ev.SourceComponent, ev.SourceHost = "", "", ""
 	ev.ReportingInstance = reporter(client, rec.ns)

@@ -105,6 +105,7 @@ func (r *otlpReceiver) consume(ctx context.Context, ld plog.Logs) (refusals, err
 	}
 	fwd := plog.NewLogs()
 	lrs := fwd.ResourceLogs().AppendEmpty().ScopeLogs().AppendEmpty().LogRecords()
+	received := r.now()
 	for i := range records {
 		rec := &records[i]
 		switch {
@@ -120,7 +121,7 @@ func (r *otlpReceiver) consume(ctx context.Context, ld plog.Logs) (refusals, err
 				out.namespaces = append(out.namespaces, rec.ns)
 			}
 		default:
-			r.forward(rec, id.Username, lrs.AppendEmpty())
+			r.forward(rec, id.Username, received, lrs.AppendEmpty())
 		}
 	}
 	if lrs.Len() > 0 {

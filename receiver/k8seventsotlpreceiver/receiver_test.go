@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/plog"
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc/codes"
@@ -230,4 +231,38 @@ func TestNextConsumerRefusalIsRetryable(t *testing.T) {
 	assert.Equal(t, int64(1), resp.PartialSuccess().RejectedLogRecords())
 	assert.Equal(t, []string{"a " + appA + " east/uid-east"}, r.received(), "the allowed record, once")
 	assert.Equal(t, int64(1), r.counter(refusedRecords, "reason", reasonForbidden), "the refused record, once")
+}
+
+// TestTimelessRecordsAreStampedWhenReceived: a record that came without
+// any time is passed on with the time its request was received, so two
+// requests of the same timeless record are two batches, not one and its
+// resend; a record with a time keeps it.
+func TestTimelessRecordsAreStampedWhenReceived(t *testing.T) {
+	r := newRig(t)
+	token := r.serviceAccount(t, "a", "app", "", "a")
+	r.start(t, nil)
+
+	timeless := func() plog.Logs {
+		ld := events("a")
+		ld.ResourceLogs().At(0).ScopeLogs().At(0).LogRecords().At(0).SetTimestamp(0)
+		return ld
+	}
+	for range 2 {
+		_, err := r.exportGRPC(t, token, timeless())
+		require.NoError(t, err)
+		r.clock.add(time.Nanosecond)
+	}
+	timed := events("a")
+	at := timed.ResourceLogs().At(0).ScopeLogs().At(0).LogRecords().At(0).Timestamp()
+	_, err := r.exportGRPC(t, token, timed)
+	require.NoError(t, err)
+
+	var stamps []pcommon.Timestamp
+	for _, ld := range r.sink.AllLogs() {
+		stamps = append(stamps, ld.ResourceLogs().At(0).ScopeLogs().At(0).LogRecords().At(0).Timestamp())
+	}
+	require.Len(t, stamps, 3)
+	assert.NotZero(t, stamps[0])
+	assert.NotEqual(t, stamps[0], stamps[1], "two requests of one timeless record: two times")
+	assert.Equal(t, at, stamps[2], "a record's own time is kept")
 }

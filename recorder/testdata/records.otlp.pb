@@ -30,7 +30,7 @@ Back-off 32
 k8s.event.source.component
 example.com/golden2+
 $k8s.event.annotation.example.com/run
-7YM2»Ùµ˜b	k8s.event­	M2»Ùµ˜	Normal*
+7YM2»Ùµ˜b	k8s.event­	M2»Ùµ˜	Normal*
 assigned to node-12
 k8s.event.reason
 	Scheduled2
@@ -61,4 +61,4 @@ uid-node-12%
 example.com/golden2*
 k8s.event.reporting_instance
 
-golden-0YM2»Ùµ˜b	k8s.event
+golden-0YM2»Ùµ˜b	k8s.event
