@@ -113,7 +113,7 @@ func TestDashboardQueriesReadTheCollectorsMetrics(t *testing.T) {
 		st.Occurrences, p.RecordsOut, p.Writes, p.PermanentFailures, p.RetryableFailures)
 	assert.Equal(t, 1.0, p.PermanentFailures, "the record outside the allowlist")
 	assert.GreaterOrEqual(t, p.RetryableFailures, 6.0, "the 429s and 503s, each retried")
-	assert.Equal(t, 1.0, m.Sum(authRefusals, "reason=missing"))
+	assert.Equal(t, 1.0, m.Sum("otelcol_receiver_k8seventsotlp_refused_requests", "reason=no_token"), "refused at the stream's headers")
 	assert.Equal(t, 1.0, m.Sum(authRefusals, "reason=invalid"))
 
 	checkQueriesAgainstScrape(ctx, t, d, rules, []scrapedTarget{ingest, mirror.target})

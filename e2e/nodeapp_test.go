@@ -23,6 +23,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/k8sevents/otel-k8sevents/internal/harness/storm"
+	"github.com/k8sevents/otel-k8sevents/internal/k8sevent"
 )
 
 // Both apps report as one controller and instance, as the same app would;
@@ -41,12 +42,12 @@ const (
 // occurrences, each to its own built collector running the ready
 // otlp-ingestion.yaml in front of its own API server, each with a real
 // ServiceAccount token read from a file. The Node app is sent half the
-// occurrences, flushes, has its token file replaced by a token of another
+// occurrences, flushes, has its token file replaced by a new token of its
 // ServiceAccount (as kubelet rotates it), and gets the rest. Asserted: on
 // both servers every (object, reason) has exactly its occurrences in one
 // object per series; the records the receivers passed on are the same
 // (EventName, severity, body, every attribute), those the Node app sent
-// after the rotation under the new token; the Events written are the same
+// after the rotation under the new token (a second TokenReview); the Events written are the same
 // field by field, but for what is the moment or the server's own.
 func TestNodeAppWritesTheGoRecordersEvents(t *testing.T) {
 	parallel(t)
@@ -74,7 +75,10 @@ func TestNodeAppWritesTheGoRecordersEvents(t *testing.T) {
 			"-protocol", "http/protobuf", "-token-file", goSide.tokenFile, "-controller", appController, "-instance", appInstance)
 	}()
 	half := len(occs) / 2
-	rotated := nodeSide.rig.serviceAccount(t, "shop", "app-rotated", "shop", "default")
+	// A new token of the same ServiceAccount, as kubelet rotates it: another
+	// ServiceAccount would be another client, whose records open series of
+	// their own.
+	rotated := nodeSide.rig.srv.ServiceAccountToken(t, "shop", "app", time.Hour, authAudience)
 	flushed, done := runNodeApp(ctx, t, node, dir, nodeSide.url(), nodeSide.tokenFile, occs, half,
 		func() { writeToken(t, nodeSide.tokenFile, rotated) })
 	wg.Wait()
@@ -84,6 +88,8 @@ func TestNodeAppWritesTheGoRecordersEvents(t *testing.T) {
 	assert.Equal(t, nodeCounts{Recorded: len(occs), Sent: len(occs)}, done, "the Node app's counts at its end")
 	assert.Equal(t, int64(len(occs)), goRun.Stats.Sent, "the Go recorder sent every occurrence")
 	assert.Zero(t, goRun.Stats.Dropped+goRun.Stats.Lost+goRun.Stats.Invalid)
+	reviews := nodeSide.c.scrape(t).Sum("otelcol_extension_k8stokenauth_token_reviews", "outcome=authenticated")
+	assert.Equal(t, 2.0, reviews, "one TokenReview per token: the Node app read the rotated file")
 
 	// SIGTERM: the processor flushes its open series into the exporter's
 	// queue on disk; the next start writes them.
@@ -99,8 +105,7 @@ func TestNodeAppWritesTheGoRecordersEvents(t *testing.T) {
 
 	nodeRecs, nodeClients := receivedRecords(t, nodeSide.received)
 	goRecs, goClients := receivedRecords(t, goSide.received)
-	assert.Equal(t, map[string]int{"system:serviceaccount:shop:app": half, "system:serviceaccount:shop:app-rotated": len(occs) - half},
-		nodeClients, "the Node app's records by the ServiceAccount of their token: the rotated file was read")
+	assert.Equal(t, map[string]int{"system:serviceaccount:shop:app": len(occs)}, nodeClients, "the Node app's records by their client")
 	assert.Equal(t, map[string]int{"system:serviceaccount:shop:app": len(occs)}, goClients)
 	require.Len(t, nodeRecs, len(occs))
 	assert.Equal(t, goRecs, nodeRecs, "the records the receivers passed on, Go recorder's and Node app's")
@@ -340,6 +345,10 @@ func receivedRecords(t *testing.T, file string) ([]string, map[string]int) {
 					client, _ := attrs["k8s.event.client"].(string)
 					clients[client]++
 					delete(attrs, "k8s.event.client")
+					// The receiver makes the reporter its client's, "<client>@<namespace>".
+					instance, _ := attrs[k8sevent.AttrReportingInstance].(string)
+					require.True(t, strings.HasPrefix(instance, client+"@"), "reporting instance %q of client %q", instance, client)
+					delete(attrs, k8sevent.AttrReportingInstance)
 					b, err := json.Marshal(map[string]any{"event_name": lr.EventName(), "severity": lr.SeverityText(),
 						"severity_number": lr.SeverityNumber(), "body": lr.Body().AsRaw(), "attributes": attrs})
 					require.NoError(t, err)

@@ -242,7 +242,7 @@ func (p *process) build(ctx context.Context, inc *incarnation) error {
 	}
 	var procs []component.Component
 	for _, id := range slices.Backward(pl.processors) {
-		proc, input, err := p.processor(ctx, id, next)
+		proc, input, err := p.processor(ctx, id, next, inc.life)
 		if err != nil {
 			return err
 		}
@@ -318,7 +318,7 @@ func (p *process) exporter(ctx context.Context, inc *incarnation, id component.I
 
 // processor builds a processor; input is where the component before it
 // hands it records (a tap in front of eventseries).
-func (p *process) processor(ctx context.Context, id component.ID, next consumer.Logs) (proc processor.Logs, input consumer.Logs, err error) {
+func (p *process) processor(ctx context.Context, id component.ID, next consumer.Logs, life *lifeline) (proc processor.Logs, input consumer.Logs, err error) {
 	switch id.Type().String() {
 	case "eventseries":
 		f := eventseriesprocessor.NewFactory()
@@ -333,7 +333,7 @@ func (p *process) processor(ctx context.Context, id component.ID, next consumer.
 		if err != nil {
 			return nil, nil, err
 		}
-		return proc, tap{next: proc, w: p.w, finishAfter: cfg.Series.FinishAfter}, nil
+		return proc, tap{next: proc, w: p.w, life: life, finishAfter: cfg.Series.FinishAfter}, nil
 	case "memory_limiter":
 		return nil, nil, nil // memory is not simulated: it passes everything
 	}

@@ -12,12 +12,13 @@ import (
 )
 
 // tap sits in front of an eventseries processor and notes, for each batch
-// handed to it, when each record's key arrived: a series can end only where its
+// it took (or may have taken), when each record's key arrived: a series can end only where its
 // records reached the processor further apart than series.finish_after,
 // which is what the one-object-per-series property is held to.
 type tap struct {
 	next        consumer.Logs
 	w           *World
+	life        *lifeline // the incarnation's
 	finishAfter time.Duration
 }
 
@@ -35,10 +36,14 @@ func (t tap) ConsumeLogs(ctx context.Context, ld plog.Logs) error {
 			}
 		}
 	}
-	// Noted whatever the answer: a batch the processor logged and then
-	// crashed before answering is counted when the log replays.
-	t.w.ledger.arrived(keys, time.Now(), t.finishAfter)
-	return t.next.ConsumeLogs(ctx, ld) // the processor owns ld from here
+	at := time.Now()
+	err := t.next.ConsumeLogs(ctx, ld) // the processor owns ld from here
+	// A batch taken, or handed to a processor that crashed meanwhile (it may
+	// have logged the batch: the log's replay counts it, at this time).
+	if err == nil || !t.life.ok() {
+		t.w.ledger.arrived(keys, at, t.finishAfter)
+	}
+	return err
 }
 
 // seriesBound is how many series the records of one key can have made: one,
