@@ -226,7 +226,6 @@ func (p *eventSeriesProcessor) deliver(ctx context.Context) error {
 		p.attempted = make(chan struct{})
 		waiting := p.pending.records
 		p.mu.Unlock()
-		p.telemetry.ProcessorEventseriesPendingRecords.Record(context.Background(), int64(waiting))
 		switch {
 		case permanent:
 			p.refused(n, "dropped")

@@ -359,3 +359,25 @@ func restartAfterBlock(t *testing.T, dir string, clock *clocktesting.FakeClock) 
 	require.NoError(t, r.p.Shutdown(context.Background()))
 	return r
 }
+
+// TestPendingRecordsCountsABatchBeingHandedOver: while the next consumer
+// holds a batch, pending_records counts its records; once it took them, 0.
+func TestPendingRecordsCountsABatchBeingHandedOver(t *testing.T) {
+	h, stop := fileStorage(t, t.TempDir())
+	defer stop()
+	r := startRun(t, h, nil)
+	entered, release := r.sink.blockCalls()
+	b := podEvent("b", "Unhealthy", "x")
+	b.Time = time.Now()
+	sent := make(chan error, 1)
+	go func() { sent <- r.p.ConsumeLogs(context.Background(), logsOf(b)) }()
+	<-entered
+	metadatatest.AssertEqualProcessorEventseriesPendingRecords(t, r.tel, []metricdata.DataPoint[int64]{{Value: 1}},
+		metricdatatest.IgnoreTimestamp())
+	release()
+	require.NoError(t, <-sent)
+	settle(t, r.p)
+	metadatatest.AssertEqualProcessorEventseriesPendingRecords(t, r.tel, []metricdata.DataPoint[int64]{{Value: 0}},
+		metricdatatest.IgnoreTimestamp())
+	require.NoError(t, r.p.Shutdown(context.Background()))
+}

@@ -12,6 +12,7 @@ import (
 	"go.opentelemetry.io/collector/extension/xextension/storage"
 	"go.opentelemetry.io/collector/pdata/plog"
 	"go.opentelemetry.io/collector/processor"
+	"go.opentelemetry.io/otel/metric"
 	"go.uber.org/zap"
 
 	"github.com/k8sevents/otel-k8sevents/internal/k8sevent"
@@ -82,7 +83,7 @@ func newProcessor(set processor.Settings, cfg *Config, next consumer.Logs, clock
 		return nil, fmt.Errorf("eventseries telemetry: %w", err)
 	}
 	runCtx, cancelRun := context.WithCancel(context.Background())
-	return &eventSeriesProcessor{
+	p := &eventSeriesProcessor{
 		cfg: cfg, id: set.ID, next: next, logger: set.Logger, telemetry: tb, clock: clock,
 		eventTime:  cfg.TimeSource == timeEvent,
 		maxLead:    int64(cfg.EventTimeMaxLead),
@@ -98,7 +99,19 @@ func newProcessor(set processor.Settings, cfg *Config, next consumer.Logs, clock
 		done:       make(chan struct{}),
 		runCtx:     runCtx,
 		cancelRun:  cancelRun,
-	}, nil
+	}
+	// Read when the metrics are: a batch being handed over counts until the
+	// next consumer took it.
+	err = tb.RegisterProcessorEventseriesPendingRecordsCallback(func(_ context.Context, o metric.Int64Observer) error {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		o.Observe(int64(p.pending.records))
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("eventseries telemetry: %w", err)
+	}
+	return p, nil
 }
 
 func (p *eventSeriesProcessor) Capabilities() consumer.Capabilities {

@@ -92,5 +92,4 @@ func (p *eventSeriesProcessor) report(ctx context.Context, c *problemCounts) {
 	zero = 0
 	add(tb.ProcessorEventseriesClampedRecords, c.clamped, &zero)
 	tb.ProcessorEventseriesOpenEntries.Record(ctx, int64(p.engine.Len()))
-	tb.ProcessorEventseriesPendingRecords.Record(ctx, int64(p.pending.records))
 }

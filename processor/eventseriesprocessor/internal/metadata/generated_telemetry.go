@@ -3,10 +3,12 @@
 package metadata
 
 import (
+	"context"
 	"errors"
 	"sync"
 
 	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/metric/embedded"
 	"go.opentelemetry.io/otel/trace"
 
 	"go.opentelemetry.io/collector/component"
@@ -35,7 +37,7 @@ type TelemetryBuilder struct {
 	ProcessorEventseriesNonEventRecords     metric.Int64Counter
 	ProcessorEventseriesOccurrences         metric.Int64Counter
 	ProcessorEventseriesOpenEntries         metric.Int64Gauge
-	ProcessorEventseriesPendingRecords      metric.Int64Gauge
+	ProcessorEventseriesPendingRecords      metric.Int64ObservableGauge
 	ProcessorEventseriesRecordsOut          metric.Int64Counter
 	ProcessorEventseriesRefusedRecords      metric.Int64Counter
 	ProcessorEventseriesResentBatches       metric.Int64Counter
@@ -60,6 +62,31 @@ type telemetryBuilderOptionFunc func(mb *TelemetryBuilder)
 
 func (tbof telemetryBuilderOptionFunc) apply(mb *TelemetryBuilder) {
 	tbof(mb)
+}
+
+// RegisterProcessorEventseriesPendingRecordsCallback sets callback for observable ProcessorEventseriesPendingRecords metric.
+func (builder *TelemetryBuilder) RegisterProcessorEventseriesPendingRecordsCallback(cb metric.Int64Callback) error {
+	reg, err := builder.meter.RegisterCallback(func(ctx context.Context, o metric.Observer) error {
+		cb(ctx, &observerInt64{inst: builder.ProcessorEventseriesPendingRecords, obs: o})
+		return nil
+	}, builder.ProcessorEventseriesPendingRecords)
+	if err != nil {
+		return err
+	}
+	builder.mu.Lock()
+	defer builder.mu.Unlock()
+	builder.registrations = append(builder.registrations, reg)
+	return nil
+}
+
+type observerInt64 struct {
+	embedded.Int64Observer
+	inst metric.Int64Observable
+	obs  metric.Observer
+}
+
+func (oi *observerInt64) Observe(value int64, opts ...metric.ObserveOption) {
+	oi.obs.ObserveInt64(oi.inst, value, opts...)
 }
 
 // Shutdown unregister all registered callbacks for async instruments.
@@ -134,7 +161,7 @@ func NewTelemetryBuilder(settings component.TelemetrySettings, options ...Teleme
 		metric.WithUnit("{entries}"),
 	)
 	errs = errors.Join(errs, err)
-	builder.ProcessorEventseriesPendingRecords, err = builder.meter.Int64Gauge(
+	builder.ProcessorEventseriesPendingRecords, err = builder.meter.Int64ObservableGauge(
 		"otelcol_processor_eventseries_pending_records",
 		metric.WithDescription("Records decided and not yet taken by the next consumer (refused, or being handed over); new input waits while refused ones do. [Alpha]"),
 		metric.WithUnit("{records}"),

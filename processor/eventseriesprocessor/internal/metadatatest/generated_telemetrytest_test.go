@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata/metricdatatest"
 
@@ -19,6 +20,10 @@ func TestSetupTelemetry(t *testing.T) {
 	tb, err := metadata.NewTelemetryBuilder(testTel.NewTelemetrySettings())
 	require.NoError(t, err)
 	defer tb.Shutdown()
+	require.NoError(t, tb.RegisterProcessorEventseriesPendingRecordsCallback(func(_ context.Context, observer metric.Int64Observer) error {
+		observer.Observe(1)
+		return nil
+	}))
 	tb.ProcessorEventseriesClampedRecords.Add(context.Background(), 1)
 	tb.ProcessorEventseriesCompressed.Add(context.Background(), 1)
 	tb.ProcessorEventseriesEvictions.Add(context.Background(), 1)
@@ -28,7 +33,6 @@ func TestSetupTelemetry(t *testing.T) {
 	tb.ProcessorEventseriesNonEventRecords.Add(context.Background(), 1)
 	tb.ProcessorEventseriesOccurrences.Add(context.Background(), 1)
 	tb.ProcessorEventseriesOpenEntries.Record(context.Background(), 1)
-	tb.ProcessorEventseriesPendingRecords.Record(context.Background(), 1)
 	tb.ProcessorEventseriesRecordsOut.Add(context.Background(), 1)
 	tb.ProcessorEventseriesRefusedRecords.Add(context.Background(), 1)
 	tb.ProcessorEventseriesResentBatches.Add(context.Background(), 1)
