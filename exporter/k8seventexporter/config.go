@@ -197,3 +197,14 @@ func (cfg *Config) Validate() error {
 	}
 	return errors.Join(errs...)
 }
+
+// handedBackRetry is exporterhelper's retry of a push the exporter handed
+// back at shutdown: never given up for time (max_elapsed_time 0), as the
+// lanes never give up a record for time. Past its max_elapsed_time it
+// would answer "no more retries left" and a persistent queue would delete
+// records that had only waited through an outage; with no limit, the
+// shutdown interrupts it and the queue keeps them for the next start.
+func handedBackRetry(cfg configretry.BackOffConfig) configretry.BackOffConfig {
+	cfg.MaxElapsedTime = 0
+	return cfg
+}

@@ -34,7 +34,7 @@ func createLogs(ctx context.Context, set exporter.Settings, cfg component.Config
 		exporterhelper.WithStart(e.start),
 		exporterhelper.WithShutdown(e.shutdown),
 		exporterhelper.WithTimeout(exporterhelper.TimeoutConfig{}),
-		exporterhelper.WithRetry(c.BackOff),
+		exporterhelper.WithRetry(handedBackRetry(c.BackOff)),
 		exporterhelper.WithQueue(c.Queue),
 	)
 	if err != nil {

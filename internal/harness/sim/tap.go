@@ -36,23 +36,24 @@ func (t tap) ConsumeLogs(ctx context.Context, ld plog.Logs) error {
 			}
 		}
 	}
-	at := time.Now()
 	err := t.next.ConsumeLogs(ctx, ld) // the processor owns ld from here
 	// A batch taken, or handed to a processor that crashed meanwhile (it may
-	// have logged the batch: the log's replay counts it, at this time).
+	// have logged the batch: the log's replay counts it). Noted when the call
+	// returns: a call may wait long to be admitted, and the batch is counted
+	// at its end.
 	if err == nil || !t.life.ok() {
-		t.w.ledger.arrived(keys, at, t.finishAfter)
+		t.w.ledger.arrived(keys, time.Now(), t.finishAfter)
 	}
 	return err
 }
 
 // seriesBound is how many series the records of one key can have made: one,
-// and one more at each gap between two arrivals longer than finish_after.
+// and one more at each gap between two arrivals of finish_after or more.
 func seriesBound(arrivals []arrival) int {
 	sort.Slice(arrivals, func(i, j int) bool { return arrivals[i].at.Before(arrivals[j].at) })
 	n := 0
 	for i, a := range arrivals {
-		if i == 0 || a.at.Sub(arrivals[i-1].at) > a.finishAfter {
+		if i == 0 || a.at.Sub(arrivals[i-1].at) >= a.finishAfter { // a series ends once idle for finish_after
 			n++
 		}
 	}
