@@ -125,7 +125,7 @@ const (
 // A refused token is asked about again only after deny_ttl.
 func TestAuthenticatesServiceAccountTokens(t *testing.T) {
 	r := newRig(t, nil)
-	good := r.srv.ServiceAccountToken(t, "a", "app", time.Hour, audience)
+	good := r.validToken(t) // once the API server, just started, accepts it
 
 	id, code := authenticate(t, r.auth, bearer(good))
 	require.Equal(t, codes.OK, code)
@@ -192,7 +192,7 @@ func forgedToken(exp time.Time, audience string, n int) string {
 // default): the test waits for that before it moves its clock.
 func TestDeletedServiceAccountRefusedAfterAllowTTL(t *testing.T) {
 	r := newRig(t, nil)
-	token := r.srv.ServiceAccountToken(t, "a", "app", time.Hour, audience)
+	token := r.validToken(t) // once the API server, just started, accepts it
 	_, code := authenticate(t, r.auth, bearer(token))
 	require.Equal(t, codes.OK, code)
 	require.NoError(t, r.srv.Clientset().CoreV1().ServiceAccounts("a").Delete(context.Background(), "app", metav1.DeleteOptions{}))
