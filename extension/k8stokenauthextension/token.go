@@ -96,6 +96,12 @@ func unixTime(n *json.Number) (time.Time, bool) {
 // not yet valid, or another issuer. The signature is not checked: a
 // token that passes is still reviewed; this only keeps a flood of
 // random values from costing TokenReviews.
+// notBeforeLeeway is how far this node's clock may lag the API server's:
+// a token is minted with nbf at the server's now and used at once, and
+// refusing it for a second's skew would refuse every fresh token (the
+// server's own validation allows the same).
+const notBeforeLeeway = time.Minute
+
 func checkLocally(token string, audiences, issuers []string, now time.Time) error {
 	if len(token) > maxTokenBytes {
 		return fmt.Errorf("longer than %d bytes", maxTokenBytes)
@@ -111,7 +117,7 @@ func checkLocally(token string, audiences, issuers []string, now time.Time) erro
 	if !ok || !now.Before(exp) {
 		return errors.New("expired, or no exp")
 	}
-	if nbf, ok := unixTime(c.Nbf); ok && now.Before(nbf) {
+	if nbf, ok := unixTime(c.Nbf); ok && now.Add(notBeforeLeeway).Before(nbf) {
 		return errors.New("not valid yet")
 	}
 	if len(issuers) > 0 && !slices.Contains(issuers, c.Issuer) {

@@ -2,6 +2,7 @@ package k8stokenauthextension
 
 import (
 	"encoding/base64"
+	"fmt"
 	"testing"
 	"time"
 
@@ -61,4 +62,17 @@ func TestAllowedNoLongerThanTheTokenLives(t *testing.T) {
 			assert.Equal(t, tc.want, allowFor(tc.token, now, limit))
 		})
 	}
+}
+
+// TestFreshTokenFromAServerAheadIsChecked: a token minted by an API server
+// whose clock runs up to a minute ahead of this node's (nbf after now) is
+// not refused locally; one not valid for longer is.
+func TestFreshTokenFromAServerAheadIsChecked(t *testing.T) {
+	now := time.Unix(1_700_000_000, 0)
+	token := func(nbf time.Duration) string {
+		return jwt(fmt.Sprintf(`{"aud":["a"],"exp":%d,"nbf":%d}`, now.Add(time.Hour).Unix(), now.Add(nbf).Unix()))
+	}
+	assert.NoError(t, checkLocally(token(0), []string{"a"}, nil, now))
+	assert.NoError(t, checkLocally(token(30*time.Second), []string{"a"}, nil, now), "a server 30 s ahead")
+	assert.ErrorContains(t, checkLocally(token(2*time.Minute), []string{"a"}, nil, now), "not valid yet")
 }
