@@ -195,6 +195,7 @@ func (w *World) check(controllers ...string) []Violation {
 		out = append(out, Violation{"P0", fmt.Sprintf("app %s: %d records it may write were rejected (partial success)", app, n)})
 	}
 	out = append(out, w.checkNeverDown(ours)...)
+	out = append(out, w.checkWrittenWhereAllowed(ours)...)
 	sort.Slice(out, func(i, j int) bool { return out[i].String() < out[j].String() })
 	return out
 }
@@ -209,6 +210,23 @@ func (w *World) checkNeverDown(ours func(*corev1.Event) bool) []Violation {
 		if before, after := occurrences(wr.Before), occurrences(wr.After); after < before {
 			out = append(out, Violation{"P5", fmt.Sprintf("%s %s/%s at resourceVersion %s: count %d -> %d", wr.Verb, wr.Namespace, wr.Name, wr.ResourceVersion, before, after)})
 		}
+	}
+	return out
+}
+
+// checkWrittenWhereAllowed holds P4 for the OTLP shapes: a collector
+// writes an Event only in a namespace some app may create Events in (the
+// mirror writes where the watched Events are, which its RBAC allows).
+func (w *World) checkWrittenWhereAllowed(ours func(*corev1.Event) bool) []Violation {
+	if w.shape == ShapeMirror {
+		return nil
+	}
+	var out []Violation
+	for _, wr := range w.api.Writes() {
+		if wr.After == nil || !ours(wr.After) || w.mayCreate[wr.Namespace] {
+			continue
+		}
+		out = append(out, Violation{"P4", fmt.Sprintf("%s %s/%s: no app may create Events in namespace %s", wr.Verb, wr.Namespace, wr.Name, wr.Namespace)})
 	}
 	return out
 }

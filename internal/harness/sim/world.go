@@ -34,6 +34,7 @@ type World struct {
 	faults []*apiFault
 
 	overrides map[string]func(*eventseriesprocessor.Config)
+	mayCreate map[string]bool // namespaces some app may create Events in (OTLP shapes)
 	ledger    *ledger // what was made, for the checker
 	emitters  *emitters
 	apps      []*app
@@ -86,7 +87,7 @@ func newWorld(t testing.TB, shape Shape, replicas int) *World {
 		t.Fatalf("sim: admin client: %v", err)
 	}
 	w := &World{t: t, shape: shape, api: api, admin: admin, procs: map[string]*process{},
-		overrides: map[string]func(*eventseriesprocessor.Config){}, ledger: newLedger()}
+		overrides: map[string]func(*eventseriesprocessor.Config){}, ledger: newLedger(), mayCreate: map[string]bool{}}
 	w.emitters = newEmitters(w)
 	switch shape {
 	case ShapeMirror:
@@ -265,6 +266,7 @@ func (w *World) app(name string) *app {
 	for _, s := range w.emitters.series {
 		if s.Controller == name {
 			w.api.Allow(user, []string{"create"}, "", "events", s.Namespace)
+			w.mayCreate[s.Namespace] = true
 		}
 	}
 	w.apps = append(w.apps, a)
