@@ -35,7 +35,7 @@ type World struct {
 
 	overrides map[string]func(*eventseriesprocessor.Config)
 	mayCreate map[string]bool // namespaces some app may create Events in (OTLP shapes)
-	ledger    *ledger // what was made, for the checker
+	ledger    *ledger         // what was made, for the checker
 	emitters  *emitters
 	apps      []*app
 	log       []string // what happened, for a failing schedule's report
