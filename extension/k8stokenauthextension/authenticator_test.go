@@ -220,6 +220,10 @@ func TestAcceptedNoLongerThanTheTokenLives(t *testing.T) {
 	token := r.srv.ServiceAccountToken(t, "a", "app", 10*time.Minute, audience) // the shortest TokenRequest issues
 	exp, ok := expiry(token)
 	require.True(t, ok)
+	// The clock at the token's issue: a clock behind it (the rig's, taken
+	// before the token was minted) would cache the answer for allow_ttl,
+	// ending before exp, and renew it near exp.
+	r.clock.t = exp.Add(-10 * time.Minute)
 	_, code := authenticate(t, r.auth, bearer(token))
 	require.Equal(t, codes.OK, code)
 	r.clock.t = exp.Add(-time.Second)
