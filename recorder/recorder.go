@@ -123,7 +123,8 @@ type Stats struct {
 type Recorder struct {
 	opts     Options
 	now      func() time.Time // the clock calls are stamped with; a test's fixed one for golden output
-	stamped  atomic.Int64     // the last call's time, unix ns (see stamp)
+	stampMu  sync.Mutex
+	stamped  int64 // the last call's time, unix ns (see stamp); guarded by stampMu
 	queue    chan entry
 	exporter sdklog.Exporter
 	enc      *encoder
@@ -306,11 +307,8 @@ func cloneAnnotations(a map[string]string) map[string]string {
 // occurrences must never share a time.
 func (r *Recorder) stamp() time.Time {
 	t := r.now().UnixNano()
-	for {
-		last := r.stamped.Load()
-		n := max(t, last+1)
-		if r.stamped.CompareAndSwap(last, n) {
-			return time.Unix(0, n).UTC()
-		}
-	}
+	r.stampMu.Lock()
+	defer r.stampMu.Unlock()
+	r.stamped = max(t, r.stamped+1)
+	return time.Unix(0, r.stamped).UTC()
 }

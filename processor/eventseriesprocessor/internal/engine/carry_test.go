@@ -8,30 +8,17 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// playTally plays calls on e and adds what each emission's Count grew by to
-// the (object, reason) it counts.
+// playTally plays calls on e and adds what each emission's Count grew by
+// to the (object, reason) it counts.
 func playTally(into map[pair]int64, e *Engine, calls []call) {
 	for _, c := range calls {
-		now := t0.Add(c.now).UnixNano()
-		var ems []Emission
-		switch c.kind {
-		case "observe":
-			ev := c.ev
-			ems = e.Observe(&ev, now)
-			for _, em := range ems {
-				if em.FromInput {
-					into[pair{ev.Regarding.Name, ev.Reason}] += em.New
-				} else {
-					into[pair{em.Event.Regarding.Name, em.Event.Reason}] += em.New
-				}
+		for _, em := range step(e, c) {
+			ev := &em.Event
+			if em.FromInput {
+				ev = &c.ev
 			}
-			continue
-		case "advance":
-			ems = e.Advance(now)
-		case "flush":
-			ems = e.Flush(now)
+			into[pair{ev.Regarding.Name, ev.Reason}] += em.New
 		}
-		addNew(into, ems)
 	}
 }
 

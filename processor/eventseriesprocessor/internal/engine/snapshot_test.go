@@ -104,22 +104,27 @@ func randomStream(rng *rand.Rand, n int) []call {
 func play(e *Engine, calls []call) []string {
 	var out []string
 	for _, c := range calls {
-		now := t0.Add(c.now).UnixNano()
-		var ems []Emission
-		switch c.kind {
-		case "observe":
-			ev := c.ev
-			ems = e.Observe(&ev, now)
-		case "advance":
-			ems = e.Advance(now)
-		case "flush":
-			ems = e.Flush(now)
-		}
-		for _, em := range ems {
+		for _, em := range step(e, c) {
 			out = append(out, fmt.Sprintf("%s %+v", c.kind, em))
 		}
 	}
 	return out
+}
+
+// step makes call c on e and returns its emissions (valid until the next
+// call; an input emission's Event is c.ev).
+func step(e *Engine, c call) []Emission {
+	now := t0.Add(c.now).UnixNano()
+	switch c.kind {
+	case "observe":
+		ev := c.ev
+		return e.Observe(&ev, now)
+	case "advance":
+		return e.Advance(now)
+	case "flush":
+		return e.Flush(now)
+	}
+	return nil
 }
 
 // TestRestoreContinuesExactly: for random streams and configurations, an
