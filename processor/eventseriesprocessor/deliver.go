@@ -186,6 +186,9 @@ func (p *eventSeriesProcessor) hold(out *output) {
 	if out.len() == 0 {
 		return
 	}
+	if p.pending.records == 0 {
+		p.heldSince = p.clock().UnixNano()
+	}
 	if err := p.pending.push(out.logs, p.store != nil); err != nil {
 		// Never seen: pdata we built marshals. The records still go out; only
 		// a crash before they do would lose them.
@@ -219,6 +222,7 @@ func (p *eventSeriesProcessor) deliver(ctx context.Context) error {
 			p.pending.pop(n)
 			p.dirty = true
 			p.backoff.Reset()
+			p.resumeInput()
 		} else {
 			p.refusal = err
 		}
@@ -239,6 +243,29 @@ func (p *eventSeriesProcessor) deliver(ctx context.Context) error {
 			return err
 		}
 	}
+}
+
+// minStall is the shortest hold-up of the outbox that postpones the ends
+// of series: shorter ones happen with every batch handed on, and are far
+// below any finish_after a pass over every open series would matter for.
+const minStall = time.Second
+
+// resumeInput notes that the outbox is empty again, so input is admitted:
+// in processing time, the series' ends move on by a stall of at least
+// minStall, the time their occurrences could not come in, before any
+// input or timer can see the time. What falls due all the same goes in
+// line. The caller holds p.mu.
+func (p *eventSeriesProcessor) resumeInput() {
+	if p.pending.records > 0 || p.heldSince == 0 {
+		return
+	}
+	from, now := p.heldSince, p.clock().UnixNano()
+	p.heldSince = 0
+	if p.eventTime || now-from < int64(minStall) {
+		return
+	}
+	out := p.timerRecords(p.engine.Postpone(from, now))
+	p.hold(&out)
 }
 
 // refusedForGood reports whether err refuses a batch for good: a

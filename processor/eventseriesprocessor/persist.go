@@ -143,6 +143,7 @@ func (p *eventSeriesProcessor) restorePending(ctx context.Context, b []byte) {
 		return
 	}
 	p.pending = o
+	p.heldSince = p.clock().UnixNano()
 	p.wakeUp() // sent first, even before any input
 }
 

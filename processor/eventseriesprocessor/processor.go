@@ -50,6 +50,7 @@ type eventSeriesProcessor struct {
 	engine     *engine.Engine
 	watermark  int64
 	pending    outbox        // decided, not yet taken by next
+	heldSince  int64         // processing time since which pending holds records
 	refusal    error         // next's answer to the last attempt, while the batch it refused waits
 	attempted  chan struct{} // closed (and replaced) after each attempt to hand on what waits
 	resends    resendMemory  // batches counted whose answer may not have reached their sender (resend.go)

@@ -51,3 +51,23 @@ func (e *Engine) dueAt(st *state) (at int64, beat bool) {
 	}
 	return idle, false
 }
+
+// Postpone moves the end of each series that was not yet due at from on by
+// the time between from and to, when no occurrence could come in, then
+// fires what is still due by to: a next consumer that took nothing holds
+// the processor's input, so the occurrences of that time arrive only after
+// it, and counting the stall as idle time would end every open series and
+// open a second object for each at its next occurrence. Heartbeats stay
+// where they are: they fell due and are written now.
+func (e *Engine) Postpone(from, to int64) []Emission {
+	e.begin()
+	finish := int64(e.cfg.FinishAfter)
+	for _, st := range e.due {
+		if st.seenAt+finish <= from || st.seenAt >= to {
+			continue // it was due before the stall, or was seen after it
+		}
+		st.seenAt += to - max(from, st.seenAt) // fire reschedules it
+	}
+	e.advance(to)
+	return e.out
+}
