@@ -6,6 +6,7 @@ package engine
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -159,6 +160,12 @@ func New(cfg Config) (*Engine, error) {
 		default:
 			return nil, fmt.Errorf("unknown spam key part %q", part)
 		}
+	}
+	if !slices.Contains(cfg.SpamKey, "source") {
+		// The reporter is always a part: behind the OTLP receiver it is the
+		// client and the namespace it was authorized for, and no client may
+		// spend another's tokens.
+		spamFields = append(spamFields, fController, fInstance)
 	}
 	e.spamLayout = newLayout('P', append(spamFields, clusterFields...)...) // one filter per cluster, as each has its own recorders
 	if err := e.reset(); err != nil {

@@ -182,6 +182,24 @@ func TestSpamFilterKeyAndExactCounts(t *testing.T) {
 	assert.Len(t, out, 3, "with reason in the key no reason starves the others")
 }
 
+// Two reporters never share a bucket, whatever the key: behind the OTLP
+// receiver the reporting instance is the client and its namespace, and one
+// client must not spend the tokens of another's records on the same object.
+func TestSpamBucketsNeverSpanReporters(t *testing.T) {
+	for _, key := range [][]string{{"object"}, {"object", "type", "reason"}, {"source", "object"}} {
+		cfg := defaults()
+		cfg.SpamBurst, cfg.SpamQPS, cfg.SpamKey = 1, 1e-9, key
+		r := newTester(t, cfg)
+		var out []string
+		for i, client := range []string{"system:serviceaccount:a:app@default", "system:serviceaccount:b:app@default"} {
+			ev := podEvent("web", "BackOff", "x")
+			ev.ReportingController, ev.ReportingInstance = "", client
+			out = append(out, kinds(r.at(time.Duration(i)*time.Second, ev))...)
+		}
+		assert.Equal(t, []string{"singleton:1", "singleton:1"}, out, "key %v: one bucket per reporter", key)
+	}
+}
+
 func TestSpamFilteredSeriesStillEndsWithItsExactCount(t *testing.T) {
 	cfg := defaults()
 	cfg.SpamBurst = 1
