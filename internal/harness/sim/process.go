@@ -8,6 +8,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"testing/synctest"
 	"time"
 
 	"go.opentelemetry.io/collector/component"
@@ -51,6 +52,7 @@ type process struct {
 
 	conf         *confmap.Conf
 	inc          *incarnation
+	starting     *incarnation // started, its components' Start still waiting (nil when none)
 	incarnations int
 	crashAt      *crashPoint // placed on the next incarnation
 }
@@ -62,15 +64,26 @@ type incarnation struct {
 	components []component.Component // in start order
 	entry      func(ctx context.Context, headers map[string][]string, ld plog.Logs) (plogotlp.ExportResponse, error)
 	reaped     chan struct{} // closed once every component was shut down
+	started    chan struct{} // closed once every component's Start returned
+	startErr   error         // the first Start that failed, once started is closed
+	startedN   int           // how many components started, once started is closed
 }
 
 // errDown answers a request to a process that is not running.
 var errDown = errors.New("sim: connection refused (the process is down)")
 
-// start builds and starts a new incarnation from the configuration.
+// start builds and starts a new incarnation from the configuration. Its
+// components start in order, as the collector starts them; one may wait
+// (the sending queue's storage refuses the writes of its recovery), and
+// then the process stays down, not ready, until it finishes starting at a
+// later settle (starting), as a pod stays unready while its collector
+// starts. Its start's context ends when the incarnation dies.
 func (p *process) start(ctx context.Context) error {
 	if p.died() {
 		p.crash() // reaped: it died at a crash point since the last step
+	}
+	if p.starting != nil {
+		return nil // still starting: a second incarnation would share its disk
 	}
 	if p.inc != nil {
 		return fmt.Errorf("sim: %s is running", p.name)
@@ -83,26 +96,71 @@ func (p *process) start(ctx context.Context) error {
 		p.conf = conf
 	}
 	p.incarnations++
-	inc := &incarnation{life: newLifeline(p.crashAt, nil), reaped: make(chan struct{})}
+	startCtx, cancel := context.WithCancel(context.Background())
+	inc := &incarnation{life: newLifeline(p.crashAt, cancel), reaped: make(chan struct{}), started: make(chan struct{})}
 	p.crashAt = nil
 	if err := p.build(ctx, inc); err != nil {
+		cancel()
 		return fmt.Errorf("sim: build %s: %w", p.name, err)
 	}
-	for i, c := range inc.components {
-		if err := c.Start(ctx, inc.host); err != nil {
-			inc.components = inc.components[:i]
-			crashed := !inc.life.ok()
-			inc.life.kill()
-			p.reap(inc)
-			if crashed {
-				p.w.logf("%s crashed while starting (incarnation %d): %v", p.name, p.incarnations, err)
-				return nil
+	go func() {
+		defer close(inc.started)
+		for _, c := range inc.components {
+			if inc.startErr = c.Start(startCtx, inc.host); inc.startErr != nil {
+				return
 			}
-			return fmt.Errorf("sim: start %s: %w", p.name, err)
+			inc.startedN++
 		}
+	}()
+	synctest.Wait()
+	p.starting = inc
+	if err := p.started(); err != nil {
+		return err
 	}
-	p.inc = inc
+	if p.starting != nil {
+		p.w.logf("%s is still starting (incarnation %d)", p.name, p.incarnations)
+	}
 	return nil
+}
+
+// started ends a start whose components' Start calls all returned: the
+// incarnation runs, or, when a Start failed, it is reaped (a start that
+// failed because the incarnation died there is a crash, not an error).
+// Still starting, nothing changes.
+func (p *process) started() error {
+	inc := p.starting
+	if inc == nil {
+		return nil
+	}
+	select {
+	case <-inc.started:
+	default:
+		return nil
+	}
+	p.starting = nil
+	if inc.startErr == nil {
+		p.inc = inc
+		return nil
+	}
+	inc.components = inc.components[:inc.startedN]
+	crashed := !inc.life.ok()
+	inc.life.kill()
+	p.reap(inc)
+	if crashed {
+		p.w.logf("%s crashed while starting (incarnation %d): %v", p.name, p.incarnations, inc.startErr)
+		return nil
+	}
+	return fmt.Errorf("sim: start %s: %w", p.name, inc.startErr)
+}
+
+// abortStart kills an incarnation still starting, as a SIGTERM or a crash
+// ends a process that has not finished starting.
+func (p *process) abortStart() {
+	if inc := p.starting; inc != nil {
+		inc.life.kill()
+		<-inc.started
+		_ = p.started()
+	}
 }
 
 // gracePeriod is the pods' terminationGracePeriodSeconds in deploy/: how
@@ -114,6 +172,7 @@ const gracePeriod = 60 * time.Second
 // grace period is killed there: its context ends, and nothing it does
 // afterwards reaches the world.
 func (p *process) stop(ctx context.Context) error {
+	p.abortStart()
 	inc := p.inc
 	if inc == nil {
 		return nil
@@ -149,6 +208,7 @@ func (p *process) stop(ctx context.Context) error {
 // the world (storage, API servers, other processes), and its goroutines are
 // shut down in the background, harmlessly.
 func (p *process) crash() {
+	p.abortStart()
 	inc := p.inc
 	if inc == nil {
 		return

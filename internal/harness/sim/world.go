@@ -154,7 +154,11 @@ func (w *World) settle() {
 	synctest.Wait()
 	w.expireFaults()
 	for _, name := range w.names {
-		if p := w.procs[name]; p.died() {
+		p := w.procs[name]
+		if err := p.started(); err != nil {
+			w.t.Fatalf("%v", err)
+		}
+		if p.died() {
 			w.logf("%s crashed at its crash point", name)
 			p.crash()
 		}
@@ -191,8 +195,10 @@ func (w *World) finish(ctx context.Context) {
 		d.setFailing(false)
 	}
 	for _, name := range w.names {
-		if p := w.procs[name]; p.inc != nil {
-			p.inc.life.disarm()
+		for _, inc := range []*incarnation{w.procs[name].inc, w.procs[name].starting} {
+			if inc != nil {
+				inc.life.disarm()
+			}
 		}
 		w.procs[name].crashAt = nil
 	}
