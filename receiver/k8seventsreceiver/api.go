@@ -18,7 +18,13 @@ import (
 type listed struct {
 	ev              k8sevent.Event
 	resourceVersion string
+	key             string // its place in a list: namespace/name, the order of the server's storage keys
 }
+
+// listKey is the place of object namespace/name in a list: lists come in
+// the order of the API server's storage keys, which end in namespace/name
+// (compared bytewise, as Go compares strings).
+func listKey(namespace, name string) string { return namespace + "/" + name }
 
 // eventAPI lists and watches Events of one API group, without a cache.
 type eventAPI interface {
@@ -42,7 +48,8 @@ func (a coreAPI) list(ctx context.Context, ns string, opts metav1.ListOptions) (
 	}
 	items := make([]listed, len(l.Items))
 	for i := range l.Items {
-		items[i] = listed{k8sevent.FromCoreV1(&l.Items[i]), l.Items[i].ResourceVersion}
+		o := &l.Items[i]
+		items[i] = listed{k8sevent.FromCoreV1(o), o.ResourceVersion, listKey(o.Namespace, o.Name)}
 	}
 	return items, l.ResourceVersion, l.Continue, nil
 }
@@ -64,7 +71,8 @@ func (a eventsAPI) list(ctx context.Context, ns string, opts metav1.ListOptions)
 	}
 	items := make([]listed, len(l.Items))
 	for i := range l.Items {
-		items[i] = listed{k8sevent.FromEventsV1(&l.Items[i]), l.Items[i].ResourceVersion}
+		o := &l.Items[i]
+		items[i] = listed{k8sevent.FromEventsV1(o), o.ResourceVersion, listKey(o.Namespace, o.Name)}
 	}
 	return items, l.ResourceVersion, l.Continue, nil
 }
@@ -81,9 +89,9 @@ func (a eventsAPI) watch(ctx context.Context, ns string, opts metav1.ListOptions
 func fromWatch(obj runtime.Object) (listed, bool) {
 	switch o := obj.(type) {
 	case *corev1.Event:
-		return listed{k8sevent.FromCoreV1(o), o.ResourceVersion}, true
+		return listed{k8sevent.FromCoreV1(o), o.ResourceVersion, listKey(o.Namespace, o.Name)}, true
 	case *eventsv1.Event:
-		return listed{k8sevent.FromEventsV1(o), o.ResourceVersion}, true
+		return listed{k8sevent.FromEventsV1(o), o.ResourceVersion, listKey(o.Namespace, o.Name)}, true
 	}
 	return listed{}, false
 }

@@ -3,6 +3,8 @@ package k8seventsreceiver // import "github.com/k8sevents/otel-k8sevents/receive
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/hashicorp/golang-lru/v2/simplelru"
@@ -18,8 +20,8 @@ import (
 //   - the latest occurrence time it emitted (the watermark), and the
 //     versions of the objects whose latest occurrence is in the watermark's
 //     second;
-//   - while a relist is under way, what it emitted so far (a relist that
-//     fails half way goes on from there, after a restart too);
+//   - while a relist is under way, how far its attempts got (a relist
+//     that fails half way goes on from there, after a restart too);
 //   - in memory only, the version it last emitted of the most recent objects.
 //
 // After a 410, an object is emitted when the server changed it after the
@@ -46,6 +48,17 @@ import (
 // moves it only when the last page is in: a list comes in namespace/name
 // order, not in time order, so a watermark moved by page 1 would hide what
 // changed on page 2 during the gap.
+//
+// A relist that fails part way and starts again must not emit again what
+// it emitted, however many objects that was. It needs no set of them: a
+// list comes in the order of its storage keys (namespace/name; a continue
+// token is the key the page before ended at) and reads every page at its
+// first page's resourceVersion. So once an attempt listing at version V
+// has judged its pages up to key K, every object at a key up to K was
+// judged in its version as of V: an object there whose resourceVersion is
+// not after V is done, one written after V is new to the relist. That is
+// one (K, V) per attempt, kept only while a later attempt has not got as
+// far (see relistProgress.Reached).
 type checkpoint struct {
 	ResourceVersion string `json:"resourceVersion"`
 	mark
@@ -61,11 +74,32 @@ type mark struct {
 	AtWatermark map[string]string `json:"atWatermark,omitempty"` // uid -> resourceVersion
 }
 
-// relistProgress is what a relist emitted before its last page: the mark
-// it will move the watermark to, and the versions it emitted.
+// relistProgress is what a relist did before its last page: the mark it
+// will move the watermark to, and how far its attempts got.
 type relistProgress struct {
 	mark
-	Emitted map[string]string `json:"emitted"` // uid -> resourceVersion
+	// Reached holds, per attempt still needed, the list key its pages got
+	// to and the resourceVersion it listed at: keys ascending, versions
+	// descending (a later attempt lists at a later version, and replaces
+	// the ones it got as far as). An object was judged as of the version
+	// of the first entry whose key is not before its own; past the last
+	// entry, no attempt reached it.
+	Reached []reached `json:"reached,omitempty"`
+	// ByObject: a page of this relist did not come in key order, or was
+	// listed at a resourceVersion that is not an integer, so positions say
+	// nothing: Reached stays empty and Emitted keeps what was emitted, up
+	// to maxRelistEmitted, until the relist completes.
+	ByObject bool `json:"byObject,omitempty"`
+	// Emitted: uid -> resourceVersion emitted, of the objects positions
+	// cannot vouch for (ByObject, or a version that is not an integer).
+	Emitted map[string]string `json:"emitted,omitempty"`
+}
+
+// reached is how far one attempt of a relist got: every object at a list
+// key up to Key was judged in its version as of ResourceVersion.
+type reached struct {
+	Key             string `json:"key"`
+	ResourceVersion string `json:"resourceVersion"`
 }
 
 // maxAtWatermark bounds the set kept in the watermark's second; past it
@@ -73,10 +107,20 @@ type relistProgress struct {
 // never skip one.
 const maxAtWatermark = 1024
 
-// maxRelistEmitted bounds what a relist under way remembers it emitted;
-// past it, a relist that fails and starts again may re-emit what it
-// emitted beyond the bound, never skip anything.
+// maxRelistEmitted bounds what a relist under way remembers it emitted by
+// object, which it does only where positions say nothing (ByObject,
+// versions that are not integers); past it, a relist that fails and starts
+// again may re-emit what it emitted beyond the bound, never skip anything.
 const maxRelistEmitted = 4096
+
+// maxRelistReached bounds the attempts a relist keeps: one is added only
+// while an attempt has got less far than every kept one (one that gets as
+// far replaces them), so reaching the bound takes that many attempts each
+// failing earlier in the list than all those kept. Past it, an attempt's
+// progress is not kept until it gets as far as the nearest kept one: what
+// it emitted because it was written after that one listed may be emitted
+// again; nothing is skipped.
+const maxRelistReached = 32
 
 func newCheckpoint(recentSize int) *checkpoint {
 	recent, _ := simplelru.NewLRU[string, string](recentSize, nil)
@@ -118,9 +162,59 @@ func (r *checkpoint) emitted(uid, rv string, latest time.Time) {
 		return
 	}
 	r.Relist.add(uid, rv, latest)
-	if len(r.Relist.Emitted) < maxRelistEmitted {
+	if (r.Relist.ByObject || !integerVersion(rv)) && len(r.Relist.Emitted) < maxRelistEmitted {
 		r.Relist.Emitted[uid] = rv
 	}
+}
+
+// relistPage is called before a page of a relist's attempt that lists at
+// resourceVersion rv is judged; ordered: the page's keys ascend, from
+// after the key the attempt's previous page ended at.
+func (r *checkpoint) relistPage(rv string, ordered bool) {
+	if !ordered || !integerVersion(rv) {
+		r.Relist.ByObject, r.Relist.Reached = true, nil
+	}
+}
+
+// reach records that the relist's attempt listing at resourceVersion rv
+// judged, and emitted what it had to of, every object up to list key key.
+func (r *checkpoint) reach(key, rv string) {
+	p := r.Relist
+	if p.ByObject {
+		return
+	}
+	// The attempt listed after every kept one: it replaces those whose key
+	// it got to.
+	i, found := p.at(key)
+	if found {
+		i++
+	}
+	if i == 0 && len(p.Reached) >= maxRelistReached {
+		return // see maxRelistReached
+	}
+	p.Reached = append([]reached{{Key: key, ResourceVersion: rv}}, p.Reached[i:]...)
+}
+
+// at is the index of the first entry of Reached whose key is not before
+// key, and whether it is key's.
+func (p *relistProgress) at(key string) (int, bool) {
+	return slices.BinarySearchFunc(p.Reached, key, func(e reached, k string) int { return strings.Compare(e.Key, k) })
+}
+
+// judgedAt is the resourceVersion as of which the relist judged the object
+// at list key key; false: no attempt reached it.
+func (p *relistProgress) judgedAt(key string) (string, bool) {
+	if i, _ := p.at(key); i < len(p.Reached) {
+		return p.Reached[i].ResourceVersion, true
+	}
+	return "", false
+}
+
+// integerVersion reports whether rv is a resourceVersion that orders
+// writes (an integer, as conformant servers write them).
+func integerVersion(rv string) bool {
+	_, err := resourceversion.CompareResourceVersion(rv, rv)
+	return err == nil
 }
 
 // beginRelist starts a relist, or goes on with the one under way.
@@ -141,12 +235,17 @@ func (r *checkpoint) endRelist(rv string) {
 	r.Relist, r.ResourceVersion = nil, rv
 }
 
-// emitAfterRelist decides for one listed object; fresh: a first list,
-// which emits everything not emitted yet.
-func (r *checkpoint) emitAfterRelist(uid, rv string, latest time.Time, fresh bool) bool {
+// emitAfterRelist decides for one listed object, at list key key; fresh:
+// a first list, which emits everything not emitted yet.
+func (r *checkpoint) emitAfterRelist(uid, key, rv string, latest time.Time, fresh bool) bool {
 	if r.Relist != nil {
 		if prev, ok := r.Relist.Emitted[uid]; ok {
 			return prev != rv
+		}
+		if at, ok := r.Relist.judgedAt(key); ok {
+			if order, err := resourceversion.CompareResourceVersion(rv, at); err == nil {
+				return order > 0 // written after an attempt of this relist judged it
+			}
 		}
 	}
 	if fresh {

@@ -173,7 +173,8 @@ func (w *watcher) handle(ctx context.Context, e watch.Event) (done bool, err err
 // judged against the state from before the relist (lists come in
 // namespace/name order, not in time order); the watermark moves only once
 // the last page is in. A relist that fails goes on, in this run or the
-// next, without emitting again what it emitted.
+// next, without emitting again what it emitted: each page it got through
+// moves the position its checkpoint keeps (see checkpoint).
 func (w *watcher) relist(ctx context.Context) error {
 	fresh := w.checkpoint.ResourceVersion == ""
 	opts := metav1.ListOptions{FieldSelector: w.fieldSelector, Limit: w.cfg.ListPageSize}
@@ -193,20 +194,39 @@ func (w *watcher) relist(ctx context.Context) error {
 		w.logger.Info("Watch resourceVersion expired; listing again", zap.String("namespace", w.ns))
 	}
 	w.checkpoint.beginRelist()
+	// This attempt's list: the resourceVersion of its first page, which
+	// its continued pages read at, and the key its last page ended at.
+	var listedAt, last string
 	for {
 		items, rv, cont, err := w.api.list(ctx, w.ns, opts)
 		if err != nil {
 			return err
 		}
 		w.count(w.telemetry.ReceiverK8seventsEventsReceived, int64(len(items)), attribute.String("type", "listed"))
+		if listedAt == "" {
+			listedAt = rv
+		}
+		ordered := true
+		for _, it := range items {
+			ordered = ordered && it.key > last
+			last = it.key
+		}
+		if !ordered && !w.checkpoint.Relist.ByObject {
+			w.logger.Warn("A list page is not in namespace/name order; until this relist completes, it remembers what it emitted by object, up to a bound",
+				zap.String("namespace", w.ns), zap.Int("bound", maxRelistEmitted))
+		}
+		w.checkpoint.relistPage(listedAt, ordered)
 		out := items[:0]
 		for _, it := range items {
-			if w.checkpoint.emitAfterRelist(it.ev.UID, it.resourceVersion, it.ev.Time, fresh) {
+			if w.checkpoint.emitAfterRelist(it.ev.UID, it.key, it.resourceVersion, it.ev.Time, fresh) {
 				out = append(out, it)
 			}
 		}
 		if err := w.emit(ctx, out); err != nil {
 			return err
+		}
+		if len(items) > 0 {
+			w.checkpoint.reach(last, listedAt)
 		}
 		if cont == "" {
 			w.checkpoint.endRelist(rv)
