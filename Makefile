@@ -221,9 +221,11 @@ push-image:
 	@cd tools/image && GOWORK=off $(GO) run . push -in $(IMAGE_TAR) -image $(IMAGE)
 
 ## deploy: deploy/*.yaml rendered from the Helm chart deploy/helm/otel-k8sevents with deploy/helm/deploy-values.yaml
-## (tools/helm, Helm's Go library; TestHelmDeployIsGenerated fails while deploy/ differs from it).
+## (tools/helm, Helm's Go library; TestHelmDeployIsGenerated fails while deploy/ differs from it). Its image has a
+## digest of zeros, which no image has; make deploy IMAGE=registry/otelcol-k8sevents:0.1.0 DIGEST=sha256:... (what
+## make push-image took and printed) renders deploy/ pinned to that image, the chart checking the digest.
 deploy:
-	cd tools/helm && GOWORK=off $(GO) run . $(CURDIR)
+	cd tools/helm && GOWORK=off $(GO) run . $(if $(IMAGE),-image $(IMAGE)) $(if $(DIGEST),-digest $(DIGEST)) $(CURDIR)
 
 $(BIN)/builder:
 	GOBIN=$(BIN) $(GO) install go.opentelemetry.io/collector/cmd/builder@$(OCB_VERSION)

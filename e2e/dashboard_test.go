@@ -221,6 +221,81 @@ func TestDashboardIsPortable(t *testing.T) {
 	t.Logf("%d panels, %d queries, %d data source references", len(panels), len(queries), len(sources))
 }
 
+// refusalComponents are the metadata of the components that authenticate
+// and authorize apps on OTLP ingestion: what they refuse, and what they ask
+// the API server, is what an operator reads to see who is turned away.
+var refusalComponents = []string{
+	"../receiver/k8seventsotlpreceiver/metadata.yaml",
+	"../extension/k8stokenauthextension/metadata.yaml",
+}
+
+// byAttribute is how a metric's description names the attribute its series
+// are split by, for metrics that declare no attributes of their own.
+var byAttribute = regexp.MustCompile(`by attribute ([a-z_]+)`)
+
+// TestDashboardShowsEveryRefusal: every metric of refusalComponents is read
+// by a panel, and split there by each attribute it has (refusals by
+// reason, reviews by outcome), so that a refusal of any kind, before or
+// after the records are read, shows on the dashboard by its reason.
+func TestDashboardShowsEveryRefusal(t *testing.T) {
+	parallel(t)
+	d, _ := loadDashboard(t)
+	groupings := map[string][][]string{} // metric -> the by (...) labels of each panel query reading it
+	for _, p := range d.allPanels() {
+		for _, tg := range p.Targets {
+			q, err := parsePromQL(tg.Expr, d.variables())
+			require.NoError(t, err, "panel %q query %s", p.Title, tg.RefID)
+			for _, s := range q.selectors {
+				groupings[s.metric] = append(groupings[s.metric], q.grouping)
+			}
+		}
+	}
+	var checked int
+	for _, f := range refusalComponents {
+		raw, err := os.ReadFile(f)
+		require.NoError(t, err)
+		var md struct {
+			Attributes map[string]struct {
+				NameOverride string `json:"name_override"`
+			} `json:"attributes"`
+			Telemetry struct {
+				Metrics map[string]struct {
+					Description string   `json:"description"`
+					Attributes  []string `json:"attributes"`
+					Histogram   any      `json:"histogram"`
+				} `json:"metrics"`
+			} `json:"telemetry"`
+		}
+		require.NoError(t, yaml.Unmarshal(raw, &md), f)
+		for name, m := range md.Telemetry.Metrics {
+			checked++
+			served := "otelcol_" + name
+			if m.Histogram != nil {
+				served += "_bucket"
+			}
+			read, ok := groupings[served]
+			if !assert.True(t, ok, "%s (%s): no panel reads it", served, f) {
+				continue
+			}
+			var labels []string
+			for _, a := range m.Attributes {
+				if o := md.Attributes[a].NameOverride; o != "" {
+					a = o
+				}
+				labels = append(labels, a)
+			}
+			for _, match := range byAttribute.FindAllStringSubmatch(m.Description, -1) {
+				labels = append(labels, match[1])
+			}
+			for _, l := range labels {
+				assert.True(t, slices.ContainsFunc(read, func(g []string) bool { return slices.Contains(g, l) }),
+					"%s: no panel shows it by %s", served, l)
+			}
+		}
+	}
+	assert.GreaterOrEqual(t, checked, 6, "the receiver's and the extension's metrics")
+}
+
 // dataSources are the values of every "datasource" key in the JSON tree.
 func dataSources(node any) []any {
 	var out []any

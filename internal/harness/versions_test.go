@@ -11,7 +11,8 @@ import (
 // TestVersionsAgree: one version names a release (docs/versioning.md): the
 // distribution's (builder-config.yaml dist.version, which make image tags
 // the image with), the chart's appVersion and image.tag, and the image of
-// every manifest of deploy/ and deploy/operator are the same.
+// every manifest of deploy/ and deploy/operator are the same; those images
+// carry a digest too, never the tag alone.
 func TestVersionsAgree(t *testing.T) {
 	root := repoRoot(t)
 	var builder struct {
@@ -57,12 +58,13 @@ func TestVersionsAgree(t *testing.T) {
 		t.Fatal(err)
 	}
 	image := regexp.MustCompile(`(?m)^\s*image: *(\S+)`)
+	pinned := regexp.MustCompile(`^otelcol-k8sevents:` + regexp.QuoteMeta(version) + `@sha256:[0-9a-f]{64}$`)
 	images := 0
 	for _, f := range append(manifests, operator...) {
 		for _, m := range image.FindAllStringSubmatch(readFile(t, f), -1) {
 			images++
-			if want := "otelcol-k8sevents:" + version; m[1] != want {
-				t.Errorf("%s: image %s, want %s", f, m[1], want)
+			if !pinned.MatchString(m[1]) {
+				t.Errorf("%s: image %s, want otelcol-k8sevents:%s@sha256:<64 hex>", f, m[1], version)
 			}
 		}
 	}

@@ -32,7 +32,7 @@ func TestMain(m *testing.M) {
 // values.yaml or to a configuration of testdata/config that deploy/ does
 // not have yet fails here.
 func TestHelmDeployIsGenerated(t *testing.T) {
-	files, err := deployManifests(root)
+	files, err := deployManifests(root, nil)
 	require.NoError(t, err)
 	for name, want := range files {
 		got, err := os.ReadFile(filepath.Join(root, deployDir, name))
@@ -108,6 +108,77 @@ func TestHelmImageByDigest(t *testing.T) {
 			assert.Equal(t, c.want, img, name)
 		}
 	}
+}
+
+// TestHelmDeployPinsTheImage: deploy/ as rendered names the image by a
+// digest of zeros (which no image has), never by its tag alone; make deploy
+// IMAGE=... DIGEST=... runs every workload on that image by its digest,
+// the chart's version as the tag when IMAGE has none, and changes no line
+// but the header's and the images'; a digest the chart refuses, a
+// reference with a digest in it, or one of the two alone renders nothing.
+func TestHelmDeployPinsTheImage(t *testing.T) {
+	committed, err := deployManifests(root, nil)
+	require.NoError(t, err)
+	images := deployImages(t, committed)
+	assert.Len(t, images, 3, "the mirror, tier 1 and tier 2")
+	for name, img := range images {
+		assert.Equal(t, "otelcol-k8sevents:0.1.0@sha256:"+strings.Repeat("0", 64), img, name)
+	}
+
+	const repo = "registry.example.com:5000/team/otelcol-k8sevents"
+	for ref, want := range map[string]string{
+		repo + ":0.1.0-rc.1": repo + ":0.1.0-rc.1@" + digest,
+		repo:                 repo + ":0.1.0@" + digest,
+	} {
+		pinned, err := deployManifests(root, &pinnedImage{ref: ref, digest: digest})
+		require.NoError(t, err, ref)
+		images := deployImages(t, pinned)
+		assert.Len(t, images, 3, ref)
+		for name, img := range images {
+			assert.Equal(t, want, img, "IMAGE=%s: %s", ref, name)
+		}
+		require.Len(t, pinned, len(committed))
+		for name, b := range committed {
+			assert.Equal(t, linesButImage(b), linesButImage(pinned[name]), "IMAGE=%s: deploy/%s", ref, name)
+			assert.Contains(t, string(pinned[name]), "DIGEST="+digest, "deploy/%s says what it is pinned to", name)
+		}
+	}
+
+	for _, c := range []struct {
+		pin     pinnedImage
+		problem string
+	}{
+		{pinnedImage{ref: repo + ":0.1.0", digest: "sha256:abc"}, "at '/image/digest': 'sha256:abc' does not match pattern"},
+		{pinnedImage{ref: repo + ":0.1.0@" + digest, digest: digest}, "give the digest apart"},
+		{pinnedImage{ref: repo + ":0.1.0"}, "needs both"},
+		{pinnedImage{digest: digest}, "needs both"},
+	} {
+		_, err := deployManifests(root, &c.pin)
+		assert.ErrorContains(t, err, c.problem, "%+v", c.pin)
+	}
+}
+
+// deployImages is workloadImages of the files of deploy/.
+func deployImages(t *testing.T, files map[string][]byte) map[string]string {
+	t.Helper()
+	rendered := map[string]string{}
+	for name, b := range files {
+		rendered[name] = string(b)
+	}
+	return workloadImages(t, rendered)
+}
+
+// linesButImage is a file of deploy/ without its header (up to the first
+// blank line) and its image lines.
+func linesButImage(b []byte) []string {
+	_, body, _ := strings.Cut(string(b), "\n\n")
+	var out []string
+	for line := range strings.SplitSeq(body, "\n") {
+		if !strings.HasPrefix(strings.TrimSpace(line), "image: ") {
+			out = append(out, line)
+		}
+	}
+	return out
 }
 
 // TestHelmTier2Ring: tier 1 routes to one tier-2 pod per replica, by its

@@ -195,7 +195,8 @@ securityContext:
 {{- end }}
 containers:
   - name: otelcol
-    # make image builds it (README.md "Image").
+    # make image builds it; by digest (image.digest, docs/deploy.md
+    # "Images by digest").
     image: {{ include "otel-k8sevents.image" .root }}
     imagePullPolicy: {{ $v.image.pullPolicy }}
     # The ready configuration, then what the chart and the values add.
