@@ -7,10 +7,12 @@ import (
 	"fmt"
 	"time"
 
+	"go.opentelemetry.io/collector/client"
 	"go.opentelemetry.io/collector/consumer/consumererror"
 	"go.opentelemetry.io/collector/pdata/plog"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/zap"
 
 	"github.com/k8sevents/otel-k8sevents/internal/retry"
@@ -23,13 +25,18 @@ import (
 // them on (run), on the processor's own context: never a caller's, whose
 // deadline would turn a blocking consumer (a full exporter queue) into a
 // refusal after the batch was counted, and a fanout's other consumers into
-// a second copy at the retry. New input is counted only once the outbox is
-// empty (admit): the caller waits for that on its own context and, if the
-// context ends or the oldest batch is refused, is refused before counting,
-// so its retry is exact; once counted, the batch is the processor's and the
-// caller is answered at once. The deadlines wait while records do. So the
-// outbox holds at most what one batch and one round of timers decided,
-// plus the shutdown flush. The state saves include it.
+// a second copy at the retry. Only the caller's client.Info and span
+// context go along: a batch decided in a caller's call is handed on in the
+// processor's context plus those two, one delivery per batch, so batches of
+// different callers never merge. What processing-time timers and the
+// shutdown flush decide, and batches restored from storage, have no caller.
+// New input is counted only once the outbox is empty (admit): the caller
+// waits for that on its own context and, if the context ends or the oldest
+// batch is refused, is refused before counting, so its retry is exact; once
+// counted, the batch is the processor's and the caller is answered at once.
+// The deadlines wait while records do. So the outbox holds at most what one
+// batch and one round of timers decided, plus the shutdown flush. The state
+// saves include it.
 
 // deliveryRetry is the goroutine's wait before it sends refused records
 // again.
@@ -38,14 +45,56 @@ var deliveryRetry = retry.Policy{Initial: 200 * time.Millisecond, Multiplier: 2,
 // outbox holds the records decided and not yet taken by the next consumer,
 // oldest first. With storage, each batch is also kept marshaled, made
 // before the next consumer ever sees it: a batch lent to the next consumer
-// may be read or moved by it at any time, so saves never read it.
+// may be read or moved by it at any time, so saves never read it. Only the
+// records are saved: the callers are of this process.
 type outbox struct {
-	batches []plog.Logs
-	saved   [][]byte // with storage: batches[i] marshaled
+	batches []heldBatch
+	saved   [][]byte // with storage: batches[i].logs marshaled
 	records int
 }
 
-func (o *outbox) push(ld plog.Logs, keep bool) error {
+// heldBatch is one batch in the outbox and the caller whose call decided it.
+type heldBatch struct {
+	logs plog.Logs
+	from caller
+}
+
+// caller is what the next consumer is told of the ConsumeLogs call that
+// decided a batch: who sent it and the trace it is part of. The zero value
+// is no caller.
+type caller struct {
+	info client.Info
+	span trace.SpanContext
+}
+
+// callerOf is the caller of a ConsumeLogs on ctx.
+func callerOf(ctx context.Context) caller {
+	return caller{info: client.FromContext(ctx), span: trace.SpanContextFromContext(ctx)}
+}
+
+// context is base carrying c's client.Info and span context, and nothing
+// else of the caller's context: its deadline and cancellation stay out.
+// Base itself when c has neither.
+func (c *caller) context(base context.Context) context.Context {
+	ctx := base
+	if c.info.Addr != nil || c.info.Auth != nil || hasKeys(c.info.Metadata) {
+		ctx = client.NewContext(ctx, c.info)
+	}
+	if c.span.IsValid() {
+		ctx = trace.ContextWithSpanContext(ctx, c.span)
+	}
+	return ctx
+}
+
+// hasKeys reports whether md holds any key.
+func hasKeys(md client.Metadata) bool {
+	for range md.Keys() {
+		return true
+	}
+	return false
+}
+
+func (o *outbox) push(ld plog.Logs, from caller, keep bool) error {
 	n := ld.LogRecordCount()
 	if n == 0 {
 		return nil
@@ -57,20 +106,20 @@ func (o *outbox) push(ld plog.Logs, keep bool) error {
 		}
 		o.saved = append(o.saved, b)
 	}
-	o.batches = append(o.batches, ld)
+	o.batches = append(o.batches, heldBatch{logs: ld, from: from})
 	o.records += n
 	return nil
 }
 
-func (o *outbox) head() (plog.Logs, bool) {
+func (o *outbox) head() (heldBatch, bool) {
 	if len(o.batches) == 0 {
-		return plog.Logs{}, false
+		return heldBatch{}, false
 	}
 	return o.batches[0], true
 }
 
 func (o *outbox) pop(n int) {
-	o.batches[0] = plog.Logs{}
+	o.batches[0] = heldBatch{}
 	o.batches = o.batches[1:]
 	if len(o.saved) > 0 {
 		o.saved[0] = nil
@@ -90,7 +139,7 @@ func (o *outbox) marshal() []byte {
 	return b
 }
 
-// unmarshalOutbox reads what marshal wrote.
+// unmarshalOutbox reads what marshal wrote; its batches have no caller.
 func unmarshalOutbox(b []byte) (outbox, error) {
 	var o outbox
 	for len(b) > 0 {
@@ -103,7 +152,7 @@ func unmarshalOutbox(b []byte) (outbox, error) {
 		if err != nil {
 			return outbox{}, fmt.Errorf("batch %d: %w", len(o.batches), err)
 		}
-		o.batches, o.saved = append(o.batches, ld), append(o.saved, s)
+		o.batches, o.saved = append(o.batches, heldBatch{logs: ld}), append(o.saved, s)
 		o.records += ld.LogRecordCount()
 		b = b[w+int(n):]
 	}
@@ -180,16 +229,17 @@ func (p *eventSeriesProcessor) stopping() bool {
 	}
 }
 
-// hold queues what was decided behind what waits; the caller holds p.mu
-// (the decision and its place in the outbox are saved together) and the turn.
-func (p *eventSeriesProcessor) hold(out *output) {
+// hold queues what was decided behind what waits, as one batch of from's
+// (the zero caller: a timer's); the caller holds p.mu (the decision and its
+// place in the outbox are saved together) and the turn.
+func (p *eventSeriesProcessor) hold(out *output, from caller) {
 	if out.len() == 0 {
 		return
 	}
 	if p.pending.records == 0 {
 		p.heldSince = p.clock().UnixNano()
 	}
-	if err := p.pending.push(out.logs, p.store != nil); err != nil {
+	if err := p.pending.push(out.logs, from, p.store != nil); err != nil {
 		// Never seen: pdata we built marshals. The records still go out; only
 		// a crash before they do would lose them.
 		p.logger.Error("Records not kept in the saved state", zap.Error(err))
@@ -203,18 +253,19 @@ func (p *eventSeriesProcessor) hold(out *output) {
 // would be refused forever and hold up everything behind it; a fanout's
 // only when every consumer's is. Only the
 // goroutine (run) delivers, and Shutdown once it stopped: the batches
-// leave in the order decided. Each attempt wakes the callers waiting in
+// leave in the order decided. Each batch goes in ctx plus what its caller
+// carries (caller.context). Each attempt wakes the callers waiting in
 // admit.
 func (p *eventSeriesProcessor) deliver(ctx context.Context) error {
 	for {
 		p.mu.Lock()
-		ld, ok := p.pending.head()
+		b, ok := p.pending.head()
 		p.mu.Unlock()
 		if !ok {
 			return nil
 		}
-		n := ld.LogRecordCount()
-		err := p.next.ConsumeLogs(ctx, ld)
+		n := b.logs.LogRecordCount()
+		err := p.next.ConsumeLogs(b.from.context(ctx), b.logs)
 		permanent := err != nil && refusedForGood(err)
 		p.mu.Lock()
 		p.refusal = nil
@@ -265,7 +316,7 @@ func (p *eventSeriesProcessor) resumeInput() {
 		return
 	}
 	out := p.timerRecords(p.engine.Postpone(from, now))
-	p.hold(&out)
+	p.hold(&out, caller{})
 }
 
 // refusedForGood reports whether err refuses a batch for good: a
@@ -326,7 +377,7 @@ func (p *eventSeriesProcessor) tick() bool {
 	p.mu.Lock()
 	p.timerAt, p.dirty = 0, true
 	out := p.timerRecords(p.engine.Advance(p.now(0)))
-	p.hold(&out)
+	p.hold(&out, caller{})
 	p.report(context.Background(), &problemCounts{})
 	p.mu.Unlock()
 	p.endTurn()

@@ -192,7 +192,7 @@ func TestDeliveryRetryBacksOffAndStartsOver(t *testing.T) {
 	p, err := newProcessor(processortest.NewNopSettings(processortest.NopType), createDefaultConfig(), sink, time.Now)
 	require.NoError(t, err)
 	ev := podEvent("web-1", "BackOff", "x")
-	require.NoError(t, p.pending.push(logsOf(ev), false))
+	require.NoError(t, p.pending.push(logsOf(ev), caller{}, false))
 	ms := time.Millisecond
 	assert.Equal(t, 200*ms, p.nextWait(false), "records wait, none refused yet")
 	sink.setRefuse(7, nil)
@@ -203,7 +203,7 @@ func TestDeliveryRetryBacksOffAndStartsOver(t *testing.T) {
 	}
 	assert.Equal(t, []time.Duration{200 * ms, 400 * ms, 800 * ms, 1600 * ms, 3200 * ms, 5 * time.Second, 5 * time.Second}, waits)
 	require.NoError(t, p.deliver(context.Background()))
-	require.NoError(t, p.pending.push(logsOf(ev), false))
+	require.NoError(t, p.pending.push(logsOf(ev), caller{}, false))
 	sink.setRefuse(1, nil)
 	require.Error(t, p.deliver(context.Background()))
 	assert.Equal(t, 200*ms, p.nextWait(true), "a delivery that went through starts the wait over")

@@ -127,7 +127,7 @@ func (p *eventSeriesProcessor) carryOver(ctx context.Context, configured *engine
 	for i := range ems {
 		out.emitTimer(&ems[i])
 	}
-	p.hold(&out)
+	p.hold(&out, caller{})
 }
 
 // restorePending takes the saved records that wait for the next consumer;

@@ -159,7 +159,7 @@ func (p *eventSeriesProcessor) Shutdown(ctx context.Context) error {
 	} else {
 		p.mu.Lock()
 		out := p.timerRecords(p.engine.Flush(p.now(0)))
-		p.hold(&out)
+		p.hold(&out, caller{})
 		p.dirty = true // the flush marks what it emitted
 		p.report(ctx, &problemCounts{})
 		p.mu.Unlock()
@@ -223,7 +223,7 @@ func (p *eventSeriesProcessor) ConsumeLogs(ctx context.Context, ld plog.Logs) er
 	p.logged(len(entry))
 	out := p.observe(ctx, ld, wall)
 	decided := out.len() > 0
-	p.hold(&out)
+	p.hold(&out, callerOf(ctx))
 	p.armTimer()
 	p.mu.Unlock()
 	if decided {

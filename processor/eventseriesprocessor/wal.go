@@ -170,7 +170,7 @@ func (p *eventSeriesProcessor) replayLog(ctx context.Context, from []byte) error
 		p.resends.add(sha256.Sum256(get.Value[walClockBytes:]), now+int64(resendWindow), now)
 		records += ld.LogRecordCount()
 		out := p.observe(ctx, ld, wall)
-		p.hold(&out)
+		p.hold(&out, caller{}) // its caller was of the process that logged it
 	}
 	if p.wal.next > p.wal.from {
 		p.logger.Info("Write-ahead log replayed", zap.Uint64("entries", p.wal.next-p.wal.from),

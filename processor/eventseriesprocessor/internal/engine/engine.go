@@ -6,6 +6,8 @@ package engine
 
 import (
 	"fmt"
+	"hash"
+	"hash/fnv"
 	"slices"
 	"strconv"
 	"strings"
@@ -135,6 +137,8 @@ type Engine struct {
 	// Keys being built: one per cache, as building a spam key (emit) may
 	// push a state out whose release builds another.
 	buf, spamBuf, aggBuf []byte
+	hash                 hash.Hash64    // FNV-1a, for objectHash
+	hashBuf              []byte         // the key objectHash hashes
 	scratch              k8sevent.Event // an Event rebuilt from a state, for a moment
 	now                  int64
 	statesMade           uint64 // states made: part of each name, so that a name is never reused
@@ -145,7 +149,7 @@ type Engine struct {
 
 // New makes an engine; cfg must be valid.
 func New(cfg Config) (*Engine, error) {
-	e := &Engine{cfg: cfg, series: seriesLayout(cfg.KeyIncludesResourceVersion)}
+	e := &Engine{cfg: cfg, series: seriesLayout(cfg.KeyIncludesResourceVersion), hash: fnv.New64a()}
 	var spamFields []field
 	for _, part := range cfg.SpamKey {
 		switch part {

@@ -127,7 +127,7 @@ func (m *totals) isNew(first int64) bool {
 // that names no Event object, else the growth of its cumulative count (see
 // totals).
 func (e *Engine) occurrences(ev *k8sevent.Event) int64 {
-	key, ok := objectHash(ev)
+	key, ok := e.objectHash(ev)
 	if !ok {
 		return 1
 	}
@@ -158,35 +158,31 @@ func (e *Engine) occurrences(ev *k8sevent.Event) int64 {
 
 // objectHash is what the totals know an Event object by: the 64-bit FNV-1a
 // hash of its key ("U" and its uid, or "N", its namespace, "/" and its
-// name), then of its cluster's name when known (not its uid: see
+// name), then of "\x00" and its cluster's name when known (not its uid: see
 // clusterFields). Fixed, not seeded: snapshots keep it. Two objects sharing
 // it would share a total, and the later one would count only its growth
 // past the other's count: fewer occurrences, never more; a sender choosing
 // a uid to meet another object's gains nothing it could not get by sending
 // that object's uid. ok is false for a record that names no Event object.
-func objectHash(ev *k8sevent.Event) (h uint64, ok bool) {
+// The key is built in e.hashBuf and hashed by e.hash, both reused: no
+// allocation per record.
+func (e *Engine) objectHash(ev *k8sevent.Event) (h uint64, ok bool) {
+	b := e.hashBuf[:0]
 	switch {
 	case ev.UID != "":
-		h = fnv64a(fnv64a(fnvOffset, "U"), ev.UID)
+		b = append(append(b, 'U'), ev.UID...)
 	case ev.Name != "" && (ev.Count > 0 || ev.SeriesCount > 0):
-		h = fnv64a(fnv64a(fnv64a(fnv64a(fnvOffset, "N"), ev.ObjectNamespace()), "/"), ev.Name)
+		b = append(append(append(append(b, 'N'), ev.ObjectNamespace()...), '/'), ev.Name...)
 	default:
 		return 0, false
 	}
 	if ev.Cluster.Name != "" {
-		h = fnv64a(fnv64a(h, "\x00"), ev.Cluster.Name)
+		b = append(append(b, 0), ev.Cluster.Name...)
 	}
-	return h, true
-}
-
-const fnvOffset, fnvPrime = 14695981039346656037, 1099511628211
-
-// fnv64a continues an FNV-1a hash over s (hash/fnv's, without a []byte).
-func fnv64a(h uint64, s string) uint64 {
-	for i := range len(s) {
-		h = (h ^ uint64(s[i])) * fnvPrime
-	}
-	return h
+	e.hashBuf = b
+	e.hash.Reset()
+	_, _ = e.hash.Write(b) // never fails
+	return e.hash.Sum64(), true
 }
 
 // addCount adds occurrences, saturating: a count never wraps negative.

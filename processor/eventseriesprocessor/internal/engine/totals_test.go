@@ -6,6 +6,8 @@ import (
 
 	"github.com/hashicorp/golang-lru/v2/simplelru"
 	"github.com/stretchr/testify/require"
+
+	"github.com/k8sevents/otel-k8sevents/internal/k8sevent"
 )
 
 // The totals remember at least the totalsPerKey × max_keys objects seen
@@ -64,4 +66,31 @@ func TestTotalsKeepObjectsStampedAhead(t *testing.T) {
 	_, recent, older = m.get(skewed)
 	require.False(t, recent || older, "forgotten once the clock passed its first time")
 	require.False(t, m.isNew(ahead), "and proven not new: its first time is no later than a forgotten one's")
+}
+
+// TestObjectHashIsFixed: the totals' keys are kept in snapshots, so an
+// object's hash is the same in every build: FNV-1a 64 of its key, as
+// pinned here, and a record that names no object has none.
+func TestObjectHashIsFixed(t *testing.T) {
+	e, err := New(defaults())
+	require.NoError(t, err)
+	const uid = "0b7c9a2e-51f4-4d3a-9a57-6f1c2d8e4b10"
+	for _, c := range []struct {
+		ev   k8sevent.Event
+		want uint64
+	}{
+		{k8sevent.Event{UID: uid}, 0xbdac139016726307},
+		{k8sevent.Event{UID: uid, Cluster: k8sevent.Cluster{Name: "prod-eu"}}, 0xd9a4bd2b2f738f9d},
+		{k8sevent.Event{Name: "web-1.17a2b3c4d5e6f708", Namespace: "shop", Count: 3}, 0x317ac0a5cec83b74},
+		{k8sevent.Event{Name: "web-1.17a2b3c4d5e6f708", Namespace: "shop", SeriesCount: 2, Cluster: k8sevent.Cluster{Name: "prod-eu"}}, 0x5f71dd0f6d05ce1a},
+	} {
+		got, ok := e.objectHash(&c.ev)
+		require.True(t, ok, "%+v", c.ev)
+		require.Equal(t, c.want, got, "%+v", c.ev)
+	}
+	_, ok := e.objectHash(&k8sevent.Event{Name: "web-1", Namespace: "shop"})
+	require.False(t, ok, "no uid and no cumulative count: no object")
+	ev := k8sevent.Event{UID: uid, Cluster: k8sevent.Cluster{Name: "prod-eu"}}
+	require.Zero(t, testing.AllocsPerRun(100, func() { _, _ = e.objectHash(&ev) }),
+		"hashing reuses the engine's buffer and hash")
 }
