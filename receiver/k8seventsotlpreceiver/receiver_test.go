@@ -233,6 +233,27 @@ func TestNextConsumerRefusalIsRetryable(t *testing.T) {
 	assert.Equal(t, int64(1), r.counter(refusedRecords, "reason", reasonForbidden), "the refused record, once")
 }
 
+// TestExactRetryableRefusalsAreNotCharged: a request refused as
+// retryable (here the pipeline refused it) costs its client no budget:
+// a sender retrying through an outage would otherwise drain its own
+// budget with the retries and be throttled, and a sender that retries
+// for a bounded time would drop the batch. Only the request taken is
+// charged.
+func TestExactRetryableRefusalsAreNotCharged(t *testing.T) {
+	r := newRig(t)
+	token := r.serviceAccount(t, "a", "app", "", "a")
+	r.start(t, func(c *Config) { c.PerClient.RecordsPerSecond, c.PerClient.Burst, c.PerClient.ReviewCost = 1, 2, 0 })
+	r.refuseNext.Store(5)
+	for i := range 5 {
+		_, err := r.exportGRPC(t, token, events("a", "a"))
+		require.Equal(t, codes.Unavailable, status.Code(err), "attempt %d: %v", i, err)
+	}
+	_, err := r.exportGRPC(t, token, events("a", "a"))
+	require.NoError(t, err, "the retry that is taken finds the budget untouched")
+	assert.Len(t, r.received(), 2)
+	assert.Zero(t, r.counter(throttledRequests, "", ""))
+}
+
 // TestTimelessRecordsAreStampedWhenReceived: a record that came without
 // any time is passed on with the time its request was received, so two
 // requests of the same timeless record are two batches, not one and its
