@@ -3,6 +3,7 @@ package k8seventexporter // import "github.com/k8sevents/otel-k8sevents/exporter
 import (
 	"context"
 	"fmt"
+	"sync"
 	"time"
 
 	"go.opentelemetry.io/collector/component"
@@ -11,26 +12,84 @@ import (
 )
 
 // At start, exporterhelper's persistent queue moves the requests a stop
-// left in flight back into the queue; a storage write it is refused there
-// (a full or read-only volume) drops them. So until the exporter has
-// started, the queue's storage calls are done again, with backoff, until
-// the storage takes them: the start waits for the volume, as a pod stays
-// unready until its collector started, and nothing is dropped. The wait
-// ends with the start's context or the exporter's stop. Once started, the
-// calls go straight to the storage: the queue makes them under its lock,
-// and a refused offer is waited for in ConsumeLogs.
+// left in flight back into the queue: it reads them, deletes them, then
+// writes each again at the queue's end. Two things lost them:
+//
+//   - a storage write refused there (a full or read-only volume) dropped
+//     them. So until the exporter has started, the queue's storage calls
+//     are done again, with backoff, until the storage takes them: the start
+//     waits for the volume, as a pod stays unready until its collector
+//     started. The wait ends with the start's context or the exporter's
+//     stop. Once started, the calls go straight to the storage: the queue
+//     makes them under its lock, and a refused offer is waited for in
+//     ConsumeLogs.
+//   - a crash after the delete and before the writes lost them. So the
+//     deletes of the start are made only once it returned, every request
+//     written again: a crash before then finds them still listed as in
+//     flight, and the next start moves them again. Written twice, a
+//     request's records are written to the API server again, which the
+//     exporter's writes take as the repeats they are (slots, counts never
+//     lowered).
 
 // Start starts exporterhelper's exporter, its queue's storage retried
 // until it returns.
 func (s stoppingFirst) Start(ctx context.Context, host component.Host) error {
-	started := make(chan struct{})
-	defer close(started)
-	return s.Logs.Start(ctx, s.e.queueHost(ctx, host, started))
+	started, deletes := make(chan struct{}), &heldDeletes{}
+	err := s.Logs.Start(ctx, s.e.queueHost(ctx, host, started, deletes))
+	close(started)
+	if err == nil {
+		deletes.apply(ctx, s.e.logger)
+	}
+	return err
+}
+
+// heldDeletes are the delete batches the queue made while it started.
+type heldDeletes struct {
+	mu      sync.Mutex
+	batches []heldBatch
+	applied bool // the start returned: deletes go straight to the storage
+}
+
+type heldBatch struct {
+	client storage.Client
+	ops    []*storage.Operation
+}
+
+// hold keeps ops for apply when each deletes and apply has not run; it
+// reports whether it did.
+func (h *heldDeletes) hold(client storage.Client, ops []*storage.Operation) bool {
+	for _, op := range ops {
+		if op.Type != storage.Delete {
+			return false
+		}
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.applied {
+		return false
+	}
+	h.batches = append(h.batches, heldBatch{client: client, ops: ops})
+	return true
+}
+
+// apply makes the deletes held. One that fails leaves a request stored
+// that nothing lists any more: space, not a record, is what is lost.
+func (h *heldDeletes) apply(ctx context.Context, logger *zap.Logger) {
+	h.mu.Lock()
+	batches := h.batches
+	h.batches, h.applied = nil, true
+	h.mu.Unlock()
+	for _, b := range batches {
+		if err := b.client.Batch(ctx, b.ops...); err != nil {
+			logger.Warn("The sending queue could not delete what it moved at start", zap.Int("keys", len(b.ops)), zap.Error(err))
+		}
+	}
 }
 
 // queueHost is host, with the persistent queue's storage extension
-// handing out clients that retry until started is closed.
-func (e *k8seventsExporter) queueHost(start context.Context, host component.Host, started <-chan struct{}) component.Host {
+// handing out clients that retry, and hold their deletes, until started
+// is closed.
+func (e *k8seventsExporter) queueHost(start context.Context, host component.Host, started <-chan struct{}, deletes *heldDeletes) component.Host {
 	if !e.cfg.persistentQueue() {
 		return host
 	}
@@ -43,7 +102,7 @@ func (e *k8seventsExporter) queueHost(start context.Context, host component.Host
 	for k, v := range host.GetExtensions() {
 		exts[k] = v
 	}
-	exts[id] = startingStorage{Extension: ext, e: e, start: start, started: started}
+	exts[id] = startingStorage{Extension: ext, e: e, start: start, started: started, deletes: deletes}
 	return extensionsHost{Host: host, exts: exts}
 }
 
@@ -61,6 +120,7 @@ type startingStorage struct {
 	e       *k8seventsExporter
 	start   context.Context
 	started <-chan struct{}
+	deletes *heldDeletes
 }
 
 func (s startingStorage) GetClient(ctx context.Context, kind component.Kind, id component.ID, name string) (storage.Client, error) {
@@ -89,10 +149,13 @@ func (c startingClient) Set(ctx context.Context, key string, value []byte) error
 }
 
 func (c startingClient) Delete(ctx context.Context, key string) error {
-	return c.retry(ctx, func() error { return c.Client.Delete(ctx, key) })
+	return c.Batch(ctx, storage.DeleteOperation(key))
 }
 
 func (c startingClient) Batch(ctx context.Context, ops ...*storage.Operation) error {
+	if c.s.deletes.hold(c.Client, ops) {
+		return nil
+	}
 	return c.retry(ctx, func() error { return c.Client.Batch(ctx, ops...) })
 }
 
