@@ -95,7 +95,8 @@ func (s *flakyStorage) Close(context.Context) error { return nil }
 
 func (s *flakyStorage) Get(ctx context.Context, key string) ([]byte, error) {
 	op := storage.GetOperation(key)
-	return op.Value, s.Batch(ctx, op)
+	err := s.Batch(ctx, op) // before op.Value is read: a return's operands have no set order
+	return op.Value, err
 }
 
 func (s *flakyStorage) Set(ctx context.Context, key string, value []byte) error {
