@@ -58,7 +58,7 @@ type CrashAt struct {
 	Proc, Kind string
 	N          int
 	After      bool
-	whileUp    bool // only on a running process, no-op on one that is down (if-running; see gen.go's known holes)
+	whileUp    bool // only on a running process, no-op on one that is down (if-running)
 }
 
 // Stop: Proc is stopped gracefully (SIGTERM: a rollout, a drain).
