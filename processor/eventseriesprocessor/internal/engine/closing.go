@@ -82,7 +82,7 @@ func (e *Engine) fold(st *state) {
 	sum.count = addCount(sum.count, st.count)
 	sum.seenAt = e.now
 	e.Stats.Folded = addCount(e.Stats.Folded, st.count)
-	e.due.schedule(sum, e.now+int64(e.cfg.FinishAfter))
+	e.scheduleDue(sum)
 }
 
 func (e *Engine) evicted(_ string, st *state) {

@@ -281,7 +281,7 @@ func (e *Engine) observeSeries(ev *k8sevent.Event, delta, t int64) {
 	st, ok := e.states.get(e.buf)
 	if !ok {
 		st = e.newState(&e.series, ev, t)
-		e.due.schedule(st, e.now+int64(e.cfg.FinishAfter))
+		e.scheduleDue(st)
 	} else {
 		e.touch(st, ev, t)
 	}
@@ -301,7 +301,7 @@ func (e *Engine) observeSeries(ev *k8sevent.Event, delta, t int64) {
 	if e.emit(st, KindStarted, ev, true) {
 		st.started = true
 		st.nextBeat = e.now + int64(e.cfg.HeartbeatInterval)
-		e.due.schedule(st, st.nextBeat) // a heartbeat_interval under finish_after comes first
+		e.scheduleDue(st) // a heartbeat_interval under finish_after comes first
 	}
 }
 

@@ -39,7 +39,7 @@ func (e *Engine) observeLegacy(ev *k8sevent.Event, delta, t int64) {
 	st.count = addCount(st.count, delta)
 	if !e.emit(st, KindLegacy, ev, true) {
 		// Held back: flush the count once the event goes idle.
-		e.due.schedule(st, e.now+int64(e.cfg.FinishAfter))
+		e.scheduleDue(st)
 	}
 }
 

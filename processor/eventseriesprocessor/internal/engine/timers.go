@@ -42,6 +42,13 @@ func (e *Engine) fire(st *state) {
 	}
 }
 
+// scheduleDue puts st in the deadline heap at dueAt, or moves it there if
+// that is earlier.
+func (e *Engine) scheduleDue(st *state) {
+	at, _ := e.dueAt(st)
+	e.due.schedule(st, at)
+}
+
 // dueAt is when st next has something to do, and whether that is a
 // heartbeat (else its end, or the flush of a held-back count).
 func (e *Engine) dueAt(st *state) (at int64, beat bool) {
