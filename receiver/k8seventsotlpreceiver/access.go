@@ -52,24 +52,45 @@ func newAccess(client kubernetes.Interface, cfg reviewcache.Config, timeout time
 // API server that says it is ready: one that is starting answers
 // SubjectAccessReviews before its RoleBindings have synced, and denies
 // what they allow a moment later. Its denial is an error (the sender
-// retries the request), never a refusal for good, and is not cached.
+// retries the request), never a refusal for good, and is not cached. A
+// server can become ready between its denial and the readiness check, so
+// a denial is asked again once the server said it is ready, and only that
+// answer is believed.
 func (a *access) mayCreate(ctx context.Context, id *k8sauth.Identity, key, namespace string) (bool, error) {
 	allowed, _, err := a.cache.Get(ctx, accessKey{key, namespace}, func(ctx context.Context) (bool, time.Duration, error) {
-		for _, group := range eventGroups {
-			ok, err := a.review(ctx, id, namespace, group)
-			if err != nil {
-				return false, 0, err
-			}
-			if ok {
-				return true, a.cfg.AllowTTL, nil
-			}
+		if ok, err := a.reviewGroups(ctx, id, namespace); err != nil || ok {
+			return ok, a.ttl(ok), err
 		}
 		if _, err := a.client.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(ctx); err != nil {
 			return false, 0, fmt.Errorf("subject access review denied by an API server that is not ready: %w", err)
 		}
-		return false, a.cfg.DenyTTL, nil
+		ok, err := a.reviewGroups(ctx, id, namespace)
+		if err != nil {
+			return false, 0, err
+		}
+		return ok, a.ttl(ok), nil
 	})
 	return allowed, err
+}
+
+// ttl is how long an answer is cached.
+func (a *access) ttl(allowed bool) time.Duration {
+	if allowed {
+		return a.cfg.AllowTTL
+	}
+	return a.cfg.DenyTTL
+}
+
+// reviewGroups asks whether id may create Events of any Event API group
+// in namespace.
+func (a *access) reviewGroups(ctx context.Context, id *k8sauth.Identity, namespace string) (bool, error) {
+	for _, group := range eventGroups {
+		ok, err := a.review(ctx, id, namespace, group)
+		if err != nil || ok {
+			return ok, err
+		}
+	}
+	return false, nil
 }
 
 // uncached is how many of namespaces have no answer for the identity of

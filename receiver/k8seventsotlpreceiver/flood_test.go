@@ -98,7 +98,7 @@ func TestHostileNamespaceSpray(t *testing.T) {
 	assert.Equal(t, int64(25), r.counter(refusedRecords, "reason", reasonNamespaces))
 	assert.Equal(t, int64(5), r.counter(refusedRecords, "reason", reasonForbidden))
 	reviews := r.counter(accessReviews, "", "")
-	assert.Equal(t, int64(10), reviews, "two API groups asked for each of the 5 namespaces denied")
+	assert.Equal(t, int64(20), reviews, "two API groups asked twice (before and after /readyz) for each of the 5 namespaces denied")
 
 	_, err = r.exportGRPC(t, flooder, events(spray[5:10]...))
 	assert.Equal(t, codes.ResourceExhausted, status.Code(err), "5 more reviews (50) and 5 records are over what is left (20): %v", err)

@@ -59,7 +59,7 @@ func TestAuthorizesEachRecord(t *testing.T) {
 	assert.Len(t, r.received(), 3)
 	assert.Equal(t, int64(5), r.counter(refusedRecords, "reason", reasonForbidden))
 	assert.Equal(t, int64(1), r.counter(accessReviews, "outcome", "allowed"), "a: once")
-	assert.Equal(t, int64(2), r.counter(accessReviews, "outcome", "denied"), "b: once per API group")
+	assert.Equal(t, int64(4), r.counter(accessReviews, "outcome", "denied"), "b: per API group, once before /readyz and once after")
 
 	notAnEvent := plog.NewLogs()
 	notAnEvent.ResourceLogs().AppendEmpty().ScopeLogs().AppendEmpty().LogRecords().AppendEmpty().Body().SetStr("a plain log")
