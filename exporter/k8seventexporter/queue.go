@@ -10,6 +10,8 @@ import (
 	"go.opentelemetry.io/collector/extension/xextension/storage"
 	"go.opentelemetry.io/collector/pdata/plog"
 	"go.uber.org/zap"
+
+	"github.com/k8sevents/otel-k8sevents/internal/retry"
 )
 
 // A queue that refuses a batch makes the processor send it again, to every
@@ -22,10 +24,9 @@ import (
 // counts until the queue is next empty: offering only once the storage
 // works again keeps that to one batch per outage, not one per retry.
 
-const (
-	offerRetryFirst = 100 * time.Millisecond
-	offerRetryMax   = 5 * time.Second
-)
+// storageRetry is how often the queue's storage is tried again while it
+// refuses writes.
+var storageRetry = retry.Policy{Initial: 100 * time.Millisecond, Multiplier: 2, Max: 5 * time.Second}
 
 // ConsumeLogs hands ld to exporterhelper's queue, waiting while its storage
 // refuses it.
@@ -48,23 +49,31 @@ func (s stoppingFirst) ConsumeLogs(ctx context.Context, ld plog.Logs) error {
 // waitForStorage returns once the queue's storage takes a write again, or
 // with an error once ctx ends or the exporter stops.
 func (e *k8seventsExporter) waitForStorage(ctx context.Context) error {
-	wait := offerRetryFirst
+	b := retry.Backoff{Policy: storageRetry}
 	for {
-		timer := time.NewTimer(wait)
-		select {
-		case <-timer.C:
-		case <-ctx.Done():
-			timer.Stop()
-			return ctx.Err()
-		case <-e.stop:
-			timer.Stop()
-			return errors.New("the exporter stops")
+		if err := e.storageWait(ctx, b.Failed(nil), nil); err != nil {
+			return err
 		}
-		err := e.probe.Set(ctx, "probe", []byte{1})
-		if err == nil {
+		if e.probe.Set(ctx, "probe", []byte{1}) == nil {
 			return nil
 		}
-		wait = min(2*wait, offerRetryMax)
+	}
+}
+
+// storageWait waits d before the storage is tried again; an error when
+// ctx ends, the exporter stops or cut (nil: never) closes first.
+func (e *k8seventsExporter) storageWait(ctx context.Context, d time.Duration, cut <-chan struct{}) error {
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	select {
+	case <-timer.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-e.stop:
+		return errors.New("the exporter stops")
+	case <-cut:
+		return errors.New("the wait was cut short")
 	}
 }
 

@@ -9,24 +9,24 @@ import (
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/extension/xextension/storage"
 	"go.uber.org/zap"
+
+	"github.com/k8sevents/otel-k8sevents/internal/retry"
 )
 
 // At start, exporterhelper's persistent queue moves the requests a stop
 // left in flight back into the queue: it reads them, deletes them, then
-// writes each again at the queue's end. Two things lost them:
+// writes each again at the queue's end. So that none is lost there:
 //
-//   - a storage write refused there (a full or read-only volume) dropped
-//     them. So until the exporter has started, the queue's storage calls
-//     are done again, with backoff, until the storage takes them: the start
-//     waits for the volume, as a pod stays unready until its collector
-//     started. The wait ends with the start's context or the exporter's
-//     stop. Once started, the calls go straight to the storage: the queue
-//     makes them under its lock, and a refused offer is waited for in
-//     ConsumeLogs.
-//   - a crash after the delete and before the writes lost them. So the
-//     deletes of the start are made only once it returned, every request
-//     written again: a crash before then finds them still listed as in
-//     flight, and the next start moves them again. Written twice, a
+//   - until the exporter has started, the queue's storage calls are done
+//     again, with storageRetry, until the storage takes them (a full or
+//     read-only volume): the start waits for the volume, as a pod stays
+//     unready until its collector started. The wait ends with the start's
+//     context or the exporter's stop. Once started, the calls go straight
+//     to the storage: the queue makes them under its lock, and a refused
+//     offer is waited for in ConsumeLogs;
+//   - the deletes of the start are made only once it returned, every
+//     request written again: a crash before then finds them still listed
+//     as in flight, and the next start moves them again. Written twice, a
 //     request's records are written to the API server again, which the
 //     exporter's writes take as the repeats they are (slots, counts never
 //     lowered).
@@ -34,9 +34,10 @@ import (
 // Start starts exporterhelper's exporter, its queue's storage retried
 // until it returns.
 func (s stoppingFirst) Start(ctx context.Context, host component.Host) error {
-	started, deletes := make(chan struct{}), &heldDeletes{}
-	err := s.Logs.Start(ctx, s.e.queueHost(ctx, host, started, deletes))
-	close(started)
+	starting, started := context.WithCancel(ctx) // ends the retries when Start returns
+	deletes := &heldDeletes{}
+	err := s.Logs.Start(ctx, s.e.queueHost(starting, host, deletes))
+	started()
 	if err == nil {
 		deletes.apply(ctx, s.e.logger)
 	}
@@ -87,9 +88,9 @@ func (h *heldDeletes) apply(ctx context.Context, logger *zap.Logger) {
 }
 
 // queueHost is host, with the persistent queue's storage extension
-// handing out clients that retry, and hold their deletes, until started
-// is closed.
-func (e *k8seventsExporter) queueHost(start context.Context, host component.Host, started <-chan struct{}, deletes *heldDeletes) component.Host {
+// handing out clients that retry, and hold their deletes, until starting
+// ends.
+func (e *k8seventsExporter) queueHost(starting context.Context, host component.Host, deletes *heldDeletes) component.Host {
 	if !e.cfg.persistentQueue() {
 		return host
 	}
@@ -102,7 +103,7 @@ func (e *k8seventsExporter) queueHost(start context.Context, host component.Host
 	for k, v := range host.GetExtensions() {
 		exts[k] = v
 	}
-	exts[id] = startingStorage{Extension: ext, e: e, start: start, started: started, deletes: deletes}
+	exts[id] = startingStorage{Extension: ext, e: e, starting: starting, deletes: deletes}
 	return extensionsHost{Host: host, exts: exts}
 }
 
@@ -117,10 +118,9 @@ func (h extensionsHost) GetExtensions() map[component.ID]component.Component { r
 // exporter starts.
 type startingStorage struct {
 	storage.Extension
-	e       *k8seventsExporter
-	start   context.Context
-	started <-chan struct{}
-	deletes *heldDeletes
+	e        *k8seventsExporter
+	starting context.Context // ends when the exporter's Start returns
+	deletes  *heldDeletes
 }
 
 func (s startingStorage) GetClient(ctx context.Context, kind component.Kind, id component.ID, name string) (storage.Client, error) {
@@ -162,26 +162,17 @@ func (c startingClient) Batch(ctx context.Context, ops ...*storage.Operation) er
 // retry calls call until it succeeds or, after a failure, the exporter
 // started, ctx or the start's context ended, or the exporter stops.
 func (c startingClient) retry(ctx context.Context, call func() error) error {
-	e, wait := c.s.e, offerRetryFirst
+	b := retry.Backoff{Policy: storageRetry}
 	for {
 		err := call()
 		if err == nil {
 			return nil
 		}
-		if e.logRate.Allow("queue storage at start", time.Now()) {
-			e.logger.Error("The sending queue's storage refuses writes while it starts: waiting for it (logged once a minute)", zap.Error(err))
+		if c.s.e.logRate.Allow("queue storage at start", time.Now()) {
+			c.s.e.logger.Error("The sending queue's storage refuses writes while it starts: waiting for it (logged once a minute)", zap.Error(err))
 		}
-		timer := time.NewTimer(wait)
-		select {
-		case <-timer.C:
-			wait = min(2*wait, offerRetryMax)
-			continue
-		case <-c.s.started:
-		case <-ctx.Done():
-		case <-c.s.start.Done():
-		case <-e.stop:
+		if c.s.e.storageWait(ctx, b.Failed(err), c.s.starting.Done()) != nil {
+			return err
 		}
-		timer.Stop()
-		return err
 	}
 }
