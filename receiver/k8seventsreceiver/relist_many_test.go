@@ -15,7 +15,6 @@ import (
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/consumer"
 	"go.opentelemetry.io/collector/consumer/consumertest"
-	"go.opentelemetry.io/collector/extension/xextension/storage"
 	"go.opentelemetry.io/collector/receiver/receivertest"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -23,6 +22,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/k8sevents/otel-k8sevents/internal/harness/apimodel"
+	"github.com/k8sevents/otel-k8sevents/internal/harness/memstorage"
 	"github.com/k8sevents/otel-k8sevents/internal/k8sevent"
 	"github.com/k8sevents/otel-k8sevents/receiver/k8seventsreceiver/internal/metadata"
 )
@@ -67,7 +67,7 @@ func exactManyRelist(t *testing.T, fault string) {
 	adminCfg := srv.RESTConfig("admin-token")
 	adminCfg.QPS, adminCfg.Burst = 1e6, 1e6
 	admin := kubernetes.NewForConfigOrDie(adminCfg)
-	store := &memStorage{kv: map[string][]byte{}}
+	store := memstorage.New()
 	var failPages atomic.Bool // the API server fails the relist's last page
 	var failedPages atomic.Int64
 	start := func(next consumer.Logs) *k8seventsReceiver {
@@ -220,7 +220,7 @@ func occurManyEvent(t *testing.T, cs kubernetes.Interface, name string) {
 // startInModel runs a receiver (api v1, namespace manyNS, storage in
 // store, pages of manyPageSize) on the API server model inside the
 // test's bubble.
-func startInModel(t *testing.T, store *memStorage, next consumer.Logs, restConfig func() *rest.Config) *k8seventsReceiver {
+func startInModel(t *testing.T, store *memstorage.Storage, next consumer.Logs, restConfig func() *rest.Config) *k8seventsReceiver {
 	t.Helper()
 	cfg := createDefaultConfig()
 	cfg.InProcess = restConfig
@@ -249,48 +249,4 @@ func untilInBubble(t *testing.T, what string, cond func() bool) {
 		time.Sleep(time.Second)
 	}
 	require.FailNow(t, "not within an hour of virtual time: "+what)
-}
-
-// memStorage is a storage extension over a map: the receiver's checkpoint
-// survives its restarts.
-type memStorage struct {
-	mu sync.Mutex
-	kv map[string][]byte
-}
-
-func (s *memStorage) Start(context.Context, component.Host) error { return nil }
-func (s *memStorage) Shutdown(context.Context) error              { return nil }
-func (s *memStorage) GetClient(context.Context, component.Kind, component.ID, string) (storage.Client, error) {
-	return s, nil
-}
-func (s *memStorage) Close(context.Context) error { return nil }
-
-func (s *memStorage) Get(ctx context.Context, key string) ([]byte, error) {
-	op := storage.GetOperation(key)
-	err := s.Batch(ctx, op)
-	return op.Value, err
-}
-
-func (s *memStorage) Set(ctx context.Context, key string, value []byte) error {
-	return s.Batch(ctx, storage.SetOperation(key, value))
-}
-
-func (s *memStorage) Delete(ctx context.Context, key string) error {
-	return s.Batch(ctx, storage.DeleteOperation(key))
-}
-
-func (s *memStorage) Batch(_ context.Context, ops ...*storage.Operation) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for _, op := range ops {
-		switch op.Type {
-		case storage.Get:
-			op.Value = append([]byte(nil), s.kv[op.Key]...)
-		case storage.Set:
-			s.kv[op.Key] = append([]byte(nil), op.Value...)
-		case storage.Delete:
-			delete(s.kv, op.Key)
-		}
-	}
-	return nil
 }
