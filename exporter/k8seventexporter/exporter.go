@@ -54,10 +54,8 @@ func newExporter(set exporter.Settings, cfg *Config) (*k8seventsExporter, error)
 }
 
 func (e *k8seventsExporter) start(ctx context.Context, host component.Host) error {
-	if e.cfg.persistentQueue() {
-		if err := e.openProbe(ctx, host); err != nil {
-			return fmt.Errorf("k8sevents exporter: %w", err)
-		}
+	if err := e.openProbe(ctx, host); err != nil {
+		return fmt.Errorf("k8sevents exporter: %w", err)
 	}
 	cs, err := e.cfg.Clientset(e.cfg.QPS, e.cfg.Burst)
 	if err != nil {

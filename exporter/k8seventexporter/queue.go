@@ -77,12 +77,24 @@ func (e *k8seventsExporter) storageWait(ctx context.Context, d time.Duration, cu
 	}
 }
 
+// queueStorage is the persistent queue's storage extension in host, and
+// its ID; false without a persistent queue or when host has no such
+// storage extension (exporterhelper's start then names what is missing).
+func (e *k8seventsExporter) queueStorage(host component.Host) (component.ID, storage.Extension, bool) {
+	if !e.cfg.persistentQueue() {
+		return component.ID{}, nil, false
+	}
+	id := *e.cfg.Queue.Get().StorageID
+	ext, ok := host.GetExtensions()[id].(storage.Extension)
+	return id, ext, ok
+}
+
 // openProbe opens the client waitForStorage writes to, on the persistent
 // queue's storage extension.
 func (e *k8seventsExporter) openProbe(ctx context.Context, host component.Host) error {
-	ext, ok := host.GetExtensions()[*e.cfg.Queue.Get().StorageID].(storage.Extension)
+	_, ext, ok := e.queueStorage(host)
 	if !ok {
-		return nil // exporterhelper's start names what is missing
+		return nil
 	}
 	probe, err := ext.GetClient(ctx, component.KindExporter, e.id, "storage_probe")
 	if err != nil {

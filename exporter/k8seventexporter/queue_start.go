@@ -3,6 +3,7 @@ package k8seventexporter // import "github.com/k8sevents/otel-k8sevents/exporter
 import (
 	"context"
 	"fmt"
+	"maps"
 	"sync"
 	"time"
 
@@ -91,18 +92,11 @@ func (h *heldDeletes) apply(ctx context.Context, logger *zap.Logger) {
 // handing out clients that retry, and hold their deletes, until starting
 // ends.
 func (e *k8seventsExporter) queueHost(starting context.Context, host component.Host, deletes *heldDeletes) component.Host {
-	if !e.cfg.persistentQueue() {
+	id, ext, ok := e.queueStorage(host)
+	if !ok {
 		return host
 	}
-	id := *e.cfg.Queue.Get().StorageID
-	ext, ok := host.GetExtensions()[id].(storage.Extension)
-	if !ok {
-		return host // exporterhelper's start names what is missing
-	}
-	exts := map[component.ID]component.Component{}
-	for k, v := range host.GetExtensions() {
-		exts[k] = v
-	}
+	exts := maps.Clone(host.GetExtensions())
 	exts[id] = startingStorage{Extension: ext, e: e, starting: starting, deletes: deletes}
 	return extensionsHost{Host: host, exts: exts}
 }
