@@ -17,6 +17,7 @@ import (
 	"github.com/k8sevents/otel-k8sevents/internal/harness/kubetest"
 	"github.com/k8sevents/otel-k8sevents/internal/harness/storm"
 	"github.com/k8sevents/otel-k8sevents/internal/harness/stormsend"
+	"github.com/k8sevents/otel-k8sevents/internal/k8sevent"
 )
 
 // The OTLP-ingestion shape as deploy/otlp-tier{1,2}.yaml runs it:
@@ -176,7 +177,7 @@ type tier2Result struct {
 	keys, multi int                               // series keys, and those written as more than one object
 	overlapping []string                          // objects of one series key claiming the same occurrences
 	movedKeys   int                               // series keys written by more than one tier-2 pod
-	owners      map[eventSeriesKey]map[string]int // series key -> reporting instance -> objects
+	owners      map[eventSeriesKey]map[string]int // series key -> writing pod (k8sevents.io/written-by) -> objects
 	sink        sinkResult
 	sinkPairs   map[objectReason]int64
 }
@@ -194,7 +195,9 @@ func (rig *tier2Rig) result(ctx context.Context, t *testing.T) tier2Result {
 		if r.owners[k] == nil {
 			r.owners[k] = map[string]int{}
 		}
-		r.owners[k][evs[i].ReportingInstance]++
+		writer := evs[i].Annotations[k8sevent.AnnotationWrittenBy]
+		assert.NotEmpty(t, writer, "%s names no writing pod", evs[i].Name)
+		r.owners[k][writer]++
 	}
 	for _, in := range r.owners {
 		if len(in) > 1 {

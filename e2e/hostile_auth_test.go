@@ -28,9 +28,10 @@ import (
 // count of 2,147,483,647, kubelet on node-1 as source and reporter,
 // another cluster, and another client. The Event written counts the
 // records sent (tier 2 runs input_counts: ignore), shows the collector's
-// controller and instance as its source and reporter (what kubectl
-// describe shows as "From"), and tier 1's cluster; the records tier 2
-// processed carry the app as their client.
+// controller and the app's identity (its ServiceAccount and namespace) as
+// its source and reporter (what kubectl describe shows as "From"), names
+// the tier-2 pod that wrote it in an annotation, and tier 1's cluster;
+// the records tier 2 processed carry the app as their client.
 func TestHostileClaimsThroughTiers(t *testing.T) {
 	parallel(t)
 	binary(t)
@@ -62,9 +63,11 @@ func TestHostileClaimsThroughTiers(t *testing.T) {
 	require.Len(t, evs, 1, "one Event for the object")
 	ev := evs[0]
 	assert.Equal(t, int64(sent), k8sevent.CoreV1Occurrences(&ev), "the records sent, not the count claimed")
-	assert.Equal(t, corev1.EventSource{Component: tiersController, Host: "tier2-0"}, ev.Source, "kubectl describe's From")
+	const reporter = "system:serviceaccount:a:app@a" // the app's identity, never what it claims
+	assert.Equal(t, corev1.EventSource{Component: tiersController, Host: reporter}, ev.Source, "kubectl describe's From")
 	assert.Equal(t, tiersController, ev.ReportingController)
-	assert.Equal(t, "tier2-0", ev.ReportingInstance)
+	assert.Equal(t, reporter, ev.ReportingInstance)
+	assert.Equal(t, "tier2-0", ev.Annotations[k8sevent.AnnotationWrittenBy], "the tier-2 pod that wrote it")
 	assert.Equal(t, "east", ev.Annotations[k8sevent.AnnotationSourceCluster], "tier 1's cluster, not the one claimed")
 	stamped := 0
 	tr.forEachSinkRecord(t, func(_, rec pcommon.Map) {

@@ -190,7 +190,7 @@ type objectReason struct{ object, reason string }
 type scaleOutResult struct {
 	events  int
 	counts  map[objectReason]int64
-	writers map[string]map[string]bool // object -> reporting instances
+	writers map[string]map[string]bool // object -> writing collectors (k8sevents.io/written-by)
 }
 
 func readScaleOut(t *testing.T, cs kubernetes.Interface, controller string) scaleOutResult {
@@ -203,7 +203,9 @@ func readScaleOut(t *testing.T, cs kubernetes.Interface, controller string) scal
 		if r.writers[obj] == nil {
 			r.writers[obj] = map[string]bool{}
 		}
-		r.writers[obj][ev.ReportingInstance] = true
+		writer := ev.Annotations[k8sevent.AnnotationWrittenBy]
+		assert.NotEmpty(t, writer, "%s names no writing collector", ev.Name)
+		r.writers[obj][writer] = true
 	})
 	return r
 }

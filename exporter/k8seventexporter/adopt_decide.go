@@ -53,6 +53,7 @@ type objState struct {
 	last     time.Time // its latest occurrence
 	cluster  string    // the name of its source cluster (see sourceClusterName)
 	slots    map[string]int64
+	series   owner // whose series writes to it, once remembered (adoption.remember)
 }
 
 // stateOf reads an object's state; ev is the object read through k8sevent.
@@ -139,13 +140,15 @@ func sourceClusterName(annotations map[string]string) string {
 
 // sameSeries says whether a stored object is one of ev's series as the
 // processor keys it (client-go's isomorphic key), the reporting instance
-// aside: who wrote it does not matter, only that this controller did. The
+// aside unless bySender: who wrote it does not matter, only that this
+// controller did; with keep_record_instance the instance names the client
+// the series is of, and another client's object is never one of it. The
 // cluster is compared by name, as the processor keys it: its uid is
 // written once the receiver could read it, and a series that gains it is
 // the same series.
-func sameSeries(ev, stored *k8sevent.Event, storedCluster string) bool {
+func sameSeries(ev, stored *k8sevent.Event, storedCluster string, bySender bool) bool {
 	a, b := ev.Regarding, stored.Regarding
-	return ownerOf(ev).matches(ownerOf(stored)) && ev.Type == stored.Type && ev.Action == stored.Action &&
+	return ownerOf(ev, bySender).matches(ownerOf(stored, bySender)) && ev.Type == stored.Type && ev.Action == stored.Action &&
 		a.APIVersion == b.APIVersion && a.FieldPath == b.FieldPath && ev.Related == stored.Related &&
 		ev.Cluster.Name == storedCluster
 }
@@ -214,7 +217,11 @@ func (a *adoption) recall(key string) (objState, bool) {
 	return a.series.Get(key)
 }
 
-func (a *adoption) remember(key string, o objState) {
+// remember notes o as the object of the series key, whose records have
+// the owner series: a record of another owner under the same name is not
+// of this series (see writeShared).
+func (a *adoption) remember(key string, series owner, o objState) {
+	o.series = series
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.series.Add(key, o)

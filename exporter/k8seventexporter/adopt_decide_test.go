@@ -116,9 +116,12 @@ func TestSameSeries(t *testing.T) {
 	} {
 		stored := ev
 		c.change(&stored)
-		assert.Equal(t, c.same, sameSeries(&ev, &stored, ""), c.name)
+		assert.Equal(t, c.same, sameSeries(&ev, &stored, "", false), c.name)
+		// keep_record_instance: the instance names the client the series
+		// is of, so another instance is another series.
+		assert.Equal(t, c.same && c.name != "another instance", sameSeries(&ev, &stored, "", true), c.name+", by sender")
 	}
 	ev.Cluster = k8sevent.Cluster{Name: "east"}
-	assert.True(t, sameSeries(&ev, &ev, "east"))
-	assert.False(t, sameSeries(&ev, &ev, "west"), "another source cluster")
+	assert.True(t, sameSeries(&ev, &ev, "east", false))
+	assert.False(t, sameSeries(&ev, &ev, "west", false), "another source cluster")
 }

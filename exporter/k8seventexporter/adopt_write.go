@@ -20,6 +20,9 @@ func (w *writer) writeShared(ctx context.Context, ev *k8sevent.Event) (outcome, 
 	key := ev.ObjectNamespace() + "/" + ev.Name
 	slot, count := slotKey(w.shared.writer, ev.Name), w.sink.occurrences(ev)
 	if o, ok := w.shared.recall(key); ok {
+		if !o.series.matches(w.ownerOf(ev)) {
+			return 0, errNotOurs // another owner's series under this name
+		}
 		return w.updateShared(ctx, ev, key, slot, count, o, patched)
 	}
 	if ev.SeriesState == "" {
@@ -63,7 +66,7 @@ func (w *writer) locate(ctx context.Context, ev *k8sevent.Event, slot string) (o
 		for i := range l.Items {
 			stored := k8sevent.FromCoreV1(&l.Items[i])
 			st := stateOf(&l.Items[i].ObjectMeta, &stored)
-			if sameSeries(ev, &stored, st.cluster) {
+			if sameSeries(ev, &stored, st.cluster, w.cfg.KeepRecordInstance) {
 				cands = append(cands, st)
 			}
 		}
@@ -80,10 +83,10 @@ func (w *writer) locate(ctx context.Context, ev *k8sevent.Event, slot string) (o
 // (its own create whose answer was lost, an object the listing missed)
 // reads it and writes the slot there if it is the record's own.
 func (w *writer) createShared(ctx context.Context, ev *k8sevent.Event, key, slot string, count int64) (outcome, error) {
-	rv, err := w.sink.create(ctx, ev, map[string]string{slot: strconv.FormatInt(count, 10)})
+	rv, err := w.create(ctx, ev, map[string]string{slot: strconv.FormatInt(count, 10)})
 	switch {
 	case err == nil:
-		w.shared.remember(key, objState{name: ev.Name, rv: rv, total: count, last: lastSeen(ev),
+		w.shared.remember(key, w.ownerOf(ev), objState{name: ev.Name, rv: rv, total: count, last: lastSeen(ev),
 			cluster: ev.Cluster.Name, slots: map[string]int64{slot: count}})
 		return created, nil
 	case !apierrors.IsAlreadyExists(err):
@@ -104,7 +107,7 @@ func (w *writer) read(ctx context.Context, ev *k8sevent.Event, name string) (obj
 		return objState{}, w.classify(err, "read", ev)
 	}
 	stored := k8sevent.FromCoreV1(got)
-	if !ownerOf(&stored).matches(ownerOf(ev)) {
+	if !w.ownerOf(&stored).matches(w.ownerOf(ev)) {
 		return objState{}, errNotOurs
 	}
 	return stateOf(&got.ObjectMeta, &stored), nil
@@ -124,7 +127,7 @@ func (w *writer) updateShared(ctx context.Context, ev *k8sevent.Event, key, slot
 		}
 		p, ok := plan(o, slot, own, count, lastSeen(ev))
 		if !ok {
-			w.shared.remember(key, o)
+			w.shared.remember(key, w.ownerOf(ev), o)
 			if count < o.mine(slot, own) {
 				return stale, nil
 			}
@@ -133,7 +136,7 @@ func (w *writer) updateShared(ctx context.Context, ev *k8sevent.Event, key, slot
 		got, err := w.sink.patchShared(ctx, ev, p)
 		switch {
 		case err == nil:
-			w.shared.remember(key, got)
+			w.shared.remember(key, w.ownerOf(ev), got)
 			return out, nil
 		case apierrors.IsConflict(err) && try < maxConflicts:
 			if o, err = w.read(ctx, ev, o.name); err != nil {

@@ -32,6 +32,12 @@ type Config struct {
 	ReportingInstance string `mapstructure:"reporting_instance"`
 	// OverrideReporting: false keeps a record's own controller/instance.
 	OverrideReporting bool `mapstructure:"override_reporting"`
+	// KeepRecordInstance writes a record's own reporting instance even
+	// with override_reporting: behind k8seventsotlp it names the sending
+	// app (its ServiceAccount and namespace), not this collector. The
+	// instance is then part of what makes an object a record's own and
+	// one series', and the writing collector is named in an annotation.
+	KeepRecordInstance bool `mapstructure:"keep_record_instance"`
 	// MaxNoteBytes truncates longer notes.
 	MaxNoteBytes int `mapstructure:"max_note_bytes"`
 	// AdoptOpenSeries: a series whose object is new first looks for an

@@ -73,7 +73,7 @@ func (e *k8seventsExporter) start(ctx context.Context, host component.Host) erro
 			api = k8sevent.APICoreV1
 		}
 	}
-	e.w = newWriter(cs, api, e.cfg)
+	e.w = newWriter(cs, api, e.cfg, e.instance)
 	e.logger.Info("Writing events", zap.String("api", api), zap.Bool("sending_queue", e.cfg.Queue.HasValue()),
 		zap.Bool("persistent", e.cfg.persistentQueue()), zap.Bool("adopt_open_series", e.cfg.AdoptOpenSeries))
 	if e.cfg.AdoptOpenSeries {

@@ -30,11 +30,19 @@ type owner struct {
 	kind, namespace, name, uid string // the regarding object
 	reason                     string
 	controller                 string // reportingController as written
+	instance                   string // reportingInstance, when it names the sender (keep_record_instance)
 }
 
-func ownerOf(ev *k8sevent.Event) owner {
+// ownerOf is ev's owner; bySender adds its reporting instance, which then
+// names the client the record came from: one client's record never takes
+// over another client's object.
+func ownerOf(ev *k8sevent.Event, bySender bool) owner {
 	r := ev.Regarding
-	return owner{kind: r.Kind, namespace: r.Namespace, name: r.Name, uid: r.UID, reason: ev.Reason, controller: ev.ReportingController}
+	o := owner{kind: r.Kind, namespace: r.Namespace, name: r.Name, uid: r.UID, reason: ev.Reason, controller: ev.ReportingController}
+	if bySender {
+		o.instance = ev.ReportingInstance
+	}
+	return o
 }
 
 // matches compares every field; the uid only when both have one (a record
@@ -43,15 +51,17 @@ func ownerOf(ev *k8sevent.Event) owner {
 func (o owner) matches(p owner) bool {
 	uid := o.uid == p.uid || o.uid == "" || p.uid == ""
 	return uid && o.kind == p.kind && o.namespace == p.namespace && o.name == p.name &&
-		o.reason == p.reason && o.controller == p.controller
+		o.reason == p.reason && o.controller == p.controller && o.instance == p.instance
 }
 
 // renamed is the n-th (1-based) other name of a record whose own name is
 // held by an object that is not its own: deterministic in what identifies
 // the record's object, so every record of one series (and a restarted
 // exporter) finds the same object under it.
-func renamed(ev *k8sevent.Event, original string, n int) string {
-	o := ownerOf(ev)
+func renamed(ev *k8sevent.Event, o owner, original string, n int) string {
 	seed := fmt.Sprintf("%s\x00%s\x00%s\x00%s\x00%s\x00%s\x00%d", original, o.kind, o.namespace, o.name, o.reason, o.controller, n)
+	if o.instance != "" {
+		seed += "\x00" + o.instance
+	}
 	return k8sevent.GenerateName(o.name, ev.FirstTime(), seed)
 }

@@ -37,7 +37,7 @@ func preparedAs(t *testing.T, api string, ev k8sevent.Event) k8sevent.Event {
 	t.Helper()
 	cfg := createDefaultConfig()
 	cfg.ReportingController = "k8sevents.io/exporter"
-	require.NoError(t, newWriter(nil, api, cfg).prepare(&ev, "test"))
+	require.NoError(t, newWriter(nil, api, cfg, "test").prepare(&ev, "test"))
 	return ev
 }
 
@@ -147,7 +147,7 @@ func renamedFor(t *testing.T, api string, ev k8sevent.Event, original string, n 
 	if len(n) > 0 {
 		which = n[0]
 	}
-	return renamed(&p, original, which)
+	return renamed(&p, ownerOf(&p, false), original, which)
 }
 
 // assertNeverDown reads what the watch saw so far: no object's count went

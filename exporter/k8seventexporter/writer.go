@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"sync"
 	"time"
@@ -55,6 +56,7 @@ type writer struct {
 	cs     kubernetes.Interface
 	sink   eventSink // the chosen API's writes
 	cfg    *Config
+	self   string                       // this exporter's reporting instance (see create)
 	mu     sync.Mutex                   // guards known; never held across an API call
 	known  *simplelru.LRU[string, held] // namespace/name -> what the API server holds
 	shared *adoption                    // adopt_open_series; nil: off
@@ -81,9 +83,25 @@ func (w *writer) recall(key string) (held, bool) {
 	return w.known.Get(key)
 }
 
-func newWriter(cs kubernetes.Interface, api string, cfg *Config) *writer {
+// ownerOf is ev's owner as this writer compares owners (see owner).
+func (w *writer) ownerOf(ev *k8sevent.Event) owner { return ownerOf(ev, w.cfg.KeepRecordInstance) }
+
+// create makes ev's object with annotations; with keep_record_instance its
+// reporting instance names the sender, so an annotation names this writer.
+func (w *writer) create(ctx context.Context, ev *k8sevent.Event, annotations map[string]string) (string, error) {
+	if w.cfg.KeepRecordInstance && w.self != "" {
+		annotations = maps.Clone(annotations)
+		if annotations == nil {
+			annotations = map[string]string{}
+		}
+		annotations[k8sevent.AnnotationWrittenBy] = w.self
+	}
+	return w.sink.create(ctx, ev, annotations)
+}
+
+func newWriter(cs kubernetes.Interface, api string, cfg *Config, self string) *writer {
 	known, _ := simplelru.NewLRU[string, held](knownNames, nil)
-	return &writer{cs: cs, sink: newSink(cs, api), cfg: cfg, known: known}
+	return &writer{cs: cs, sink: newSink(cs, api), cfg: cfg, self: self, known: known}
 }
 
 // learn remembers the Events this exporter's reporting controller wrote
@@ -107,7 +125,7 @@ func (w *writer) learn(ctx context.Context, controller string, pageSize int64) (
 			}
 			for i := range l.Items {
 				ev := k8sevent.FromCoreV1(&l.Items[i])
-				w.remember(l.Items[i].Namespace+"/"+l.Items[i].Name, ev.Occurrences(), ownerOf(&ev))
+				w.remember(l.Items[i].Namespace+"/"+l.Items[i].Name, ev.Occurrences(), w.ownerOf(&ev))
 				n++
 			}
 			if l.Continue == "" {
@@ -139,7 +157,7 @@ func (w *writer) prepare(ev *k8sevent.Event, instance string) error {
 	if ev.ReportingController == "" || len(validation.IsQualifiedName(ev.ReportingController)) > 0 {
 		ev.ReportingController = "k8sevents.io/exporter"
 	}
-	if ev.ReportingInstance == "" || w.cfg.OverrideReporting && w.cfg.ReportingController != "" {
+	if ev.ReportingInstance == "" || w.cfg.OverrideReporting && w.cfg.ReportingController != "" && !w.cfg.KeepRecordInstance {
 		ev.ReportingInstance = instance
 	}
 	if w.cfg.OverrideReporting && w.cfg.ReportingController != "" {
@@ -182,7 +200,7 @@ func (w *writer) write(ctx context.Context, ev *k8sevent.Event) (outcome, error)
 		if n == maxRenames {
 			return 0, consumererror.NewPermanent(fmt.Errorf("event %s/%s: %w", ev.ObjectNamespace(), original, errNameTaken))
 		}
-		ev.Name = renamed(ev, original, n+1)
+		ev.Name = renamed(ev, w.ownerOf(ev), original, n+1)
 	}
 }
 
@@ -192,7 +210,7 @@ func (w *writer) writeName(ctx context.Context, ev *k8sevent.Event) (outcome, er
 	if w.shared != nil {
 		return w.writeShared(ctx, ev)
 	}
-	key, count, own := ev.ObjectNamespace()+"/"+ev.Name, w.sink.occurrences(ev), ownerOf(ev)
+	key, count, own := ev.ObjectNamespace()+"/"+ev.Name, w.sink.occurrences(ev), w.ownerOf(ev)
 	h, ok := w.recall(key)
 	last := h.count
 	switch {
@@ -219,7 +237,7 @@ func (w *writer) writeName(ctx context.Context, ev *k8sevent.Event) (outcome, er
 		return patched, w.classify(err, "patch", ev)
 	}
 	// The object expired (its TTL): create it again.
-	switch _, err = w.sink.create(ctx, ev, nil); {
+	switch _, err = w.create(ctx, ev, nil); {
 	case err == nil:
 		w.remember(key, count, own)
 		return createdAfter404, nil
@@ -231,10 +249,10 @@ func (w *writer) writeName(ctx context.Context, ev *k8sevent.Event) (outcome, er
 
 // createOrAdopt writes an object this writer does not know.
 func (w *writer) createOrAdopt(ctx context.Context, key string, ev *k8sevent.Event, count int64) (outcome, error) {
-	_, err := w.sink.create(ctx, ev, nil)
+	_, err := w.create(ctx, ev, nil)
 	switch {
 	case err == nil:
-		w.remember(key, count, ownerOf(ev))
+		w.remember(key, count, w.ownerOf(ev))
 		return created, nil
 	case apierrors.IsAlreadyExists(err):
 		return w.adopt(ctx, key, ev, count)
@@ -254,9 +272,9 @@ func (w *writer) adopt(ctx context.Context, key string, ev *k8sevent.Event, coun
 		return patchedAfter409, w.classify(err, "read", ev)
 	}
 	stored := k8sevent.FromCoreV1(got)
-	have, theirs := stored.Occurrences(), ownerOf(&stored)
+	have, theirs := stored.Occurrences(), w.ownerOf(&stored)
 	switch {
-	case !theirs.matches(ownerOf(ev)):
+	case !theirs.matches(w.ownerOf(ev)):
 		w.remember(key, have, theirs) // later records of this name skip the read
 		return 0, errNotOurs
 	case have > count:

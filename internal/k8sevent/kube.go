@@ -128,6 +128,11 @@ const (
 	AnnotationSourceClusterUID = "k8sevents.io/source-cluster-uid" // when known
 )
 
+// AnnotationWrittenBy names the collector that created an Event whose
+// reporting instance names the app it reports for (the exporter's
+// keep_record_instance).
+const AnnotationWrittenBy = "k8sevents.io/written-by"
+
 func (e *Event) objectMeta() metav1.ObjectMeta {
 	m := metav1.ObjectMeta{Name: e.Name, Namespace: e.ObjectNamespace(), UID: types.UID(e.UID)}
 	if c := e.Cluster.String(); c != "" {

@@ -215,18 +215,29 @@ func (w *World) checkNeverDown(ours func(*corev1.Event) bool) []Violation {
 }
 
 // checkWrittenWhereAllowed holds P4 for the OTLP shapes: a collector
-// writes an Event only in a namespace some app may create Events in (the
-// mirror writes where the watched Events are, which its RBAC allows).
+// writes an Event only in a namespace some app may create Events in, and
+// the Event shows as its reporter (`<username>@<namespace>`) an app that
+// may create Events there; the mirror writes where the watched Events
+// are, which its RBAC allows.
 func (w *World) checkWrittenWhereAllowed(ours func(*corev1.Event) bool) []Violation {
 	if w.shape == ShapeMirror {
 		return nil
 	}
 	var out []Violation
 	for _, wr := range w.api.Writes() {
-		if wr.After == nil || !ours(wr.After) || w.mayCreate[wr.Namespace] {
+		if wr.After == nil || !ours(wr.After) {
 			continue
 		}
-		out = append(out, Violation{"P4", fmt.Sprintf("%s %s/%s: no app may create Events in namespace %s", wr.Verb, wr.Namespace, wr.Name, wr.Namespace)})
+		users := w.mayCreate[wr.Namespace]
+		if len(users) == 0 {
+			out = append(out, Violation{"P4", fmt.Sprintf("%s %s/%s: no app may create Events in namespace %s", wr.Verb, wr.Namespace, wr.Name, wr.Namespace)})
+			continue
+		}
+		at := strings.LastIndex(wr.After.ReportingInstance, "@")
+		if at < 0 || wr.After.ReportingInstance[at+1:] != wr.Namespace || !users[wr.After.ReportingInstance[:at]] {
+			out = append(out, Violation{"P4", fmt.Sprintf("%s %s/%s: reported as %q, not an app that may create Events in namespace %s",
+				wr.Verb, wr.Namespace, wr.Name, wr.After.ReportingInstance, wr.Namespace)})
+		}
 	}
 	return out
 }

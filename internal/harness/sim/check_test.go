@@ -12,15 +12,22 @@ import (
 )
 
 // TestCheckerFindsAWriteWhereNoAppMayWrite: P4 holds a collector's Event
-// to the namespaces some app may create Events in; one written elsewhere
-// (a summary carried into another namespace, say) is a violation.
+// to the namespaces some app may create Events in, and its reporter to an
+// app allowed there; one written elsewhere (a summary carried into
+// another namespace, say), or showing another app, is a violation.
 func TestCheckerFindsAWriteWhereNoAppMayWrite(t *testing.T) {
 	w := newWorld(t, ShapeIngest, 1)
-	w.mayCreate["team-a"] = true
-	for _, ns := range []string{"team-a", "team-b"} {
-		ev := &corev1.Event{ObjectMeta: metav1.ObjectMeta{Name: "web." + ns, Namespace: ns},
+	w.mayCreate["team-a"] = map[string]bool{appUserPrefix + "a": true}
+	for _, c := range []struct{ ns, name, reporter string }{
+		{"team-a", "web.ok", appUserPrefix + "a@team-a"},
+		{"team-b", "web.elsewhere", appUserPrefix + "a@team-b"},
+		{"team-a", "web.other-app", appUserPrefix + "b@team-a"},
+		{"team-a", "web.collector", "sim"},
+	} {
+		ns := c.ns
+		ev := &corev1.Event{ObjectMeta: metav1.ObjectMeta{Name: c.name, Namespace: ns},
 			InvolvedObject: corev1.ObjectReference{Kind: "Pod", Namespace: ns, Name: "web"}, Reason: "BackOff",
-			Type: corev1.EventTypeWarning, ReportingController: ingestCtrl, ReportingInstance: "sim",
+			Type: corev1.EventTypeWarning, ReportingController: ingestCtrl, ReportingInstance: c.reporter,
 			Source: corev1.EventSource{Component: ingestCtrl}}
 		_, err := w.admin.CoreV1().Events(ns).Create(context.Background(), ev, metav1.CreateOptions{})
 		require.NoError(t, err)
@@ -31,6 +38,9 @@ func TestCheckerFindsAWriteWhereNoAppMayWrite(t *testing.T) {
 			p4 = append(p4, v.String())
 		}
 	}
-	require.Len(t, p4, 1)
-	assert.Contains(t, p4[0], "team-b")
+	require.Len(t, p4, 3, "%q", p4)
+	assert.Contains(t, p4[0]+p4[1]+p4[2], "no app may create Events in namespace team-b")
+	for _, name := range []string{"web.other-app", "web.collector"} {
+		assert.Contains(t, p4[0]+p4[1]+p4[2], name)
+	}
 }

@@ -34,8 +34,8 @@ type World struct {
 	faults []*apiFault
 
 	overrides map[string]func(*eventseriesprocessor.Config)
-	mayCreate map[string]bool // namespaces some app may create Events in (OTLP shapes)
-	ledger    *ledger         // what was made, for the checker
+	mayCreate map[string]map[string]bool // namespace -> apps' usernames that may create Events there (OTLP shapes)
+	ledger    *ledger                    // what was made, for the checker
 	emitters  *emitters
 	apps      []*app
 	log       []string // what happened, for a failing schedule's report
@@ -87,7 +87,7 @@ func newWorld(t testing.TB, shape Shape, replicas int) *World {
 		t.Fatalf("sim: admin client: %v", err)
 	}
 	w := &World{t: t, shape: shape, api: api, admin: admin, procs: map[string]*process{},
-		overrides: map[string]func(*eventseriesprocessor.Config){}, ledger: newLedger(), mayCreate: map[string]bool{}}
+		overrides: map[string]func(*eventseriesprocessor.Config){}, ledger: newLedger(), mayCreate: map[string]map[string]bool{}}
 	w.emitters = newEmitters(w)
 	switch shape {
 	case ShapeMirror:
@@ -272,7 +272,10 @@ func (w *World) app(name string) *app {
 	for _, s := range w.emitters.series {
 		if s.Controller == name {
 			w.api.Allow(user, []string{"create"}, "", "events", s.Namespace)
-			w.mayCreate[s.Namespace] = true
+			if w.mayCreate[s.Namespace] == nil {
+				w.mayCreate[s.Namespace] = map[string]bool{}
+			}
+			w.mayCreate[s.Namespace][user] = true
 		}
 	}
 	w.apps = append(w.apps, a)
