@@ -16,11 +16,14 @@ func TestMetricAttributesAreDeclared(t *testing.T) {
 	declared := configtest.MetricAttributes(t)
 	var problems []string
 	k8sevent.Problem(math.MaxUint32).Each(func(name string) { problems = append(problems, name) })
-	configtest.RequireDeclared(t, declared, "processor_eventseries_invalid_records", "problem", problems...)
-	configtest.RequireDeclared(t, declared, "processor_eventseries_invalid_records", "outcome", "repaired", "dropped")
-	configtest.RequireDeclared(t, declared, "processor_eventseries_non_event_records", "outcome", "passed", "dropped")
+	problems = append(problems, "not_event", "clamped", "unchanged", "unproven")
+	configtest.RequireDeclared(t, declared, "processor_eventseries_input_problems", "problem", problems...)
+	configtest.RequireDeclared(t, declared, "processor_eventseries_input_problems", "outcome", "repaired", "dropped", "passed", "counted", "ignored")
 	configtest.RequireDeclared(t, declared, "processor_eventseries_refused_records", "outcome", "retried", "dropped")
-	configtest.RequireDeclared(t, declared, "processor_eventseries_state_errors", "operation", "restore", "save", "log")
+	configtest.RequireDeclared(t, declared, "processor_eventseries_state", "operation", "restore", "save", "log")
+	configtest.RequireDeclared(t, declared, "processor_eventseries_state", "outcome", "ok", "error", "version_refused", "entries_dropped")
+	configtest.RequireDeclared(t, declared, "processor_eventseries_merged_occurrences", "into", "series", "summary")
+	configtest.RequireDeclared(t, declared, "processor_eventseries_series", "event", "started", "finished", "evicted")
 	var states []string
 	for _, name := range engine.KindNames {
 		if name == "" {
@@ -28,5 +31,6 @@ func TestMetricAttributesAreDeclared(t *testing.T) {
 		}
 		states = append(states, name)
 	}
-	configtest.RequireDeclared(t, declared, "processor_eventseries_records_out", "state", states...)
+	configtest.RequireDeclared(t, declared, "processor_eventseries_records", "state", states...)
+	configtest.RequireDeclared(t, declared, "processor_eventseries_records", "filter", "passed", "exempt", "held")
 }
