@@ -21,7 +21,7 @@ import (
 // TestStateOfAnotherVersionIsRefused: a saved state whose snapshot
 // version is not this build's (an upgrade across versions) is refused
 // with a warning naming both versions and counted in
-// state_version_refused, not in state_errors; the processor starts empty
+// state{restore,version_refused}, not as an error; the processor starts empty
 // (the watched Event's next record counts its whole count, as the README
 // says) and saves a state of its own version, which the next start
 // restores.

@@ -90,7 +90,7 @@ func (c *faultClient) Batch(ctx context.Context, ops ...*storage.Operation) erro
 // a series fails, once and then for a while (three tries); with a full log
 // whose save fails, the same. Each time ConsumeLogs answers an error,
 // nothing of the refused batch is counted (not in the output, not in the
-// occurrences metric), the failure is counted in state_errors, and the
+// occurrences metric), the failure is counted in state{outcome=error}, and the
 // sender's retry counts it once. After a crash and a replay, every series
 // ends with exactly its occurrences, in one object.
 func TestLogWriteFailureRefusesTheBatch(t *testing.T) {
@@ -163,7 +163,7 @@ func (s *faultSink) nameOf(t testing.TB, pod string) string {
 }
 
 // TestUnreadableLogEntryIsSkipped: an entry the processor cannot read (a
-// torn or foreign value) is logged, counted in state_errors{restore} and
+// torn or foreign value) is logged, counted in state{restore,error} and
 // skipped; the entries after it are replayed, and the start does not fail.
 func TestUnreadableLogEntryIsSkipped(t *testing.T) {
 	dir := t.TempDir()
