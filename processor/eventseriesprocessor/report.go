@@ -103,14 +103,22 @@ func (p *eventSeriesProcessor) report(ctx context.Context, c *problemCounts) {
 	add(tb.ProcessorEventseriesMergedOccurrences, s.Compressed, &last.compressed, into("series"))
 	add(tb.ProcessorEventseriesMergedOccurrences, s.Folded, &last.folded, into("summary"))
 
+	// byFilter's split is derived: one going down is not a count that
+	// wrapped but a record the split put elsewhere before (the engine wrote
+	// one where byFilter does not expect it); it is not added again.
+	derived := func(counter metric.Int64Counter, now int64, before *int64, attrs ...attribute.KeyValue) {
+		if now >= *before {
+			add(counter, now, before, attrs...)
+		}
+	}
 	passed, exempt := byFilter(s)
 	for kind, name := range engine.KindNames {
 		if name == "" {
 			name = "legacy"
 		}
 		state := attribute.String("state", name)
-		add(tb.ProcessorEventseriesRecords, passed[kind], &last.passed[kind], state, attribute.String("filter", "passed"))
-		add(tb.ProcessorEventseriesRecords, exempt[kind], &last.exempt[kind], state, attribute.String("filter", "exempt"))
+		derived(tb.ProcessorEventseriesRecords, passed[kind], &last.passed[kind], state, attribute.String("filter", "passed"))
+		derived(tb.ProcessorEventseriesRecords, exempt[kind], &last.exempt[kind], state, attribute.String("filter", "exempt"))
 	}
 	add(tb.ProcessorEventseriesRecords, s.SpamDropped, &last.held, attribute.String("filter", "held"))
 
