@@ -100,7 +100,7 @@ func TestDashboardQueriesReadTheCollectorsMetrics(t *testing.T) {
 	want := float64(st.Occurrences + 2)
 	eventually(t, 2*time.Minute, func() (bool, string) {
 		m := scrape(ingest, c)
-		occ, out := m.Sum("otelcol_processor_eventseries_occurrences"), m.Sum("otelcol_processor_eventseries_records_out")
+		occ, out := m.Sum("otelcol_processor_eventseries_occurrences"), m.Pipeline().RecordsOut
 		done := m.Sum("otelcol_exporter_sent_log_records", "exporter=k8sevents")
 		lagged := scrape(mirror.target, mirror.c).Sum("otelcol_receiver_k8sevents_emit_lag_count")
 		return occ == want && done == out && throttled.Acted() == 3 && failed.Acted() == 3 && lagged > 0,

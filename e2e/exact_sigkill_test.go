@@ -219,9 +219,9 @@ func (rig *sigkillRig) counted(base float64, n int64) {
 // what it counted before the call is in storage, not only in its log.
 func (rig *sigkillRig) awaitSave() {
 	rig.t.Helper()
-	saves := rig.c.scrape(rig.t).Sum("otelcol_processor_eventseries_state_saves")
+	saves := rig.c.scrape(rig.t).Sum("otelcol_processor_eventseries_state", "operation=save", "outcome=ok")
 	eventually(rig.t, time.Minute, func() (bool, string) {
-		n := rig.c.scrape(rig.t).Sum("otelcol_processor_eventseries_state_saves")
+		n := rig.c.scrape(rig.t).Sum("otelcol_processor_eventseries_state", "operation=save", "outcome=ok")
 		return n > saves, fmt.Sprintf("processor state saves: %v", n)
 	})
 }

@@ -131,7 +131,7 @@ func TestExactMetrics(t *testing.T) {
 	t.Logf("scraped:\n%s", strings.Join(samples, "\n"))
 	own := c.scrape(t)
 	span := time.Since(first) // every record counted in own was emitted within it
-	recordsOut, counted := own.Sum("otelcol_processor_eventseries_records_out"), own.Sum("otelcol_processor_eventseries_occurrences")
+	recordsOut, counted := own.Pipeline().RecordsOut, own.Sum("otelcol_processor_eventseries_occurrences")
 	t.Logf("%d (namespace, reason) pairs, %v occurrences: the processor emitted %v records, the counter says %v; took %v",
 		len(want), total, recordsOut, m.Sum(occurrencesMetric), time.Since(start).Round(time.Second))
 	assert.Equal(t, total, counted, "the processor counted every occurrence")

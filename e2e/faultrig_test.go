@@ -199,5 +199,5 @@ func (rig *faultRig) finishFault(ctx context.Context, t *testing.T, name string,
 
 // finishedRecords is how many finished records the processor has emitted.
 func finishedRecords(m collectorproc.Metrics) float64 {
-	return m.Sum("otelcol_processor_eventseries_records_out", "state=finished")
+	return m.Sum("otelcol_processor_eventseries_records", "state=finished")
 }

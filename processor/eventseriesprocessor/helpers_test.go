@@ -2,6 +2,7 @@ package eventseriesprocessor
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -10,6 +11,7 @@ import (
 	"go.opentelemetry.io/collector/consumer/consumertest"
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/plog"
+	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
 	"github.com/k8sevents/otel-k8sevents/internal/k8sevent"
@@ -19,18 +21,58 @@ import (
 
 var t0 = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 
-// counterSum is the sum of a counter's points in tel, 0 while nothing was
-// counted (the metric is not recorded yet).
-func counterSum(tel *componenttest.Telemetry, name string) int64 {
-	m, err := tel.GetMetric(name)
-	if err != nil {
-		return 0
-	}
+// counterSum is the sum of a counter's points in tel whose attributes
+// include every "key=value" of where, 0 while nothing was counted (the
+// metric is not recorded yet).
+func counterSum(tel *componenttest.Telemetry, name string, where ...string) int64 {
 	var n int64
-	for _, dp := range m.Data.(metricdata.Sum[int64]).DataPoints {
-		n += dp.Value
+	for _, v := range counterPoints(tel, name, where...) {
+		n += v
 	}
 	return n
+}
+
+// counterPoints is a counter's points in tel whose attributes include every
+// "key=value" of where, by their attributes ("key=value,..." in key order);
+// empty while nothing was counted.
+func counterPoints(tel *componenttest.Telemetry, name string, where ...string) map[string]int64 {
+	points := map[string]int64{}
+	m, err := tel.GetMetric(name)
+	if err != nil {
+		return points
+	}
+next:
+	for _, dp := range m.Data.(metricdata.Sum[int64]).DataPoints {
+		for _, kv := range where {
+			key, value, _ := strings.Cut(kv, "=")
+			if v, ok := dp.Attributes.Value(attribute.Key(key)); !ok || v.Emit() != value {
+				continue next
+			}
+		}
+		points[dp.Attributes.Encoded(attribute.DefaultEncoder())] += dp.Value
+	}
+	return points
+}
+
+// invalidPoints is input_problems' points for the problems of an Event
+// (every problem but not_event, clamped, unchanged and unproven), by
+// problem and outcome.
+func invalidPoints(tel *componenttest.Telemetry) map[[2]string]int64 {
+	points := map[[2]string]int64{}
+	m, err := tel.GetMetric("otelcol_processor_eventseries_input_problems")
+	if err != nil {
+		return points
+	}
+	for _, dp := range m.Data.(metricdata.Sum[int64]).DataPoints {
+		p, _ := dp.Attributes.Value("problem")
+		o, _ := dp.Attributes.Value("outcome")
+		switch p.AsString() {
+		case "not_event", "clamped", "unchanged", "unproven":
+			continue
+		}
+		points[[2]string{p.AsString(), o.AsString()}] += dp.Value
+	}
+	return points
 }
 
 // harness runs one processor built by the factory into a sink.

@@ -56,17 +56,17 @@ func requireEachContractKeyOnce(t *testing.T, attrs pcommon.Map) {
 	}
 }
 
-// requireProblemCounted: the invalid_records metric has a point for problem.
+// requireProblemCounted: the input_problems metric has a point for problem.
 func requireProblemCounted(t *testing.T, h *harness, problem string) {
 	t.Helper()
-	m, err := h.tel.GetMetric("otelcol_processor_eventseries_invalid_records")
+	m, err := h.tel.GetMetric("otelcol_processor_eventseries_input_problems")
 	require.NoError(t, err)
 	for _, dp := range m.Data.(metricdata.Sum[int64]).DataPoints {
 		if p, _ := dp.Attributes.Value("problem"); p.AsString() == problem && dp.Value > 0 {
 			return
 		}
 	}
-	t.Fatalf("no invalid_records point for problem %q", problem)
+	t.Fatalf("no input_problems point for problem %q", problem)
 }
 
 // TestHostileOversizedFieldsNotCached: records whose name-like fields are

@@ -9,7 +9,6 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/plog"
-	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata/metricdatatest"
 	corev1 "k8s.io/api/core/v1"
@@ -130,9 +129,8 @@ func TestK8sObjectsStreamIsExact(t *testing.T) {
 			assert.Equal(t, w.occurrences, final, "final count per (regarding object, reason)")
 			metadatatest.AssertEqualProcessorEventseriesOccurrences(t, h.tel, []metricdata.DataPoint[int64]{{Value: w.total}},
 				metricdatatest.IgnoreTimestamp())
-			metadatatest.AssertEqualProcessorEventseriesNonEventRecords(t, h.tel, []metricdata.DataPoint[int64]{
-				{Value: 3, Attributes: attribute.NewSet(attribute.String("outcome", "dropped"))},
-			}, metricdatatest.IgnoreTimestamp())
+			assert.Equal(t, map[string]int64{"outcome=dropped,problem=not_event": 3},
+				counterPoints(h.tel, "otelcol_processor_eventseries_input_problems", "problem=not_event"))
 			for _, r := range h.records() {
 				assert.Equal(t, pcommon.ValueTypeStr, r.lr.Body().Type(), "an emitted record is a contract record: its body the note")
 			}

@@ -46,7 +46,7 @@ func scaleStorm(seed uint64, cycles int, gap time.Duration) []storm.Occurrence {
 // built-in storms. Legacy mode's counts are exact where client-go loses
 // occurrences, and every write it makes beyond client-go's is the last
 // count of an event written without a spam-filter token
-// (unfiltered_records): the count client-go never writes, so that an
+// (records{filter=exempt}): the count client-go never writes, so that an
 // exact recorder cannot leave it out. There are at most as many as the
 // occurrences client-go loses.
 func TestLegacyWritesBeyondClientGoAreLastCounts(t *testing.T) {

@@ -67,7 +67,7 @@ func (p *eventSeriesProcessor) restore(ctx context.Context, host component.Host)
 			p.logger.Warn("Saved state of another snapshot version discarded (another build wrote it): the processor starts empty; "+
 				"series open at the upgrade continue in new objects and watched Events count their cumulative counts again",
 				zap.Error(err), zap.Int("bytes", len(snap)))
-			p.telemetry.ProcessorEventseriesStateVersionRefused.Add(ctx, 1)
+			p.stateEvent(ctx, "restore", "version_refused")
 		} else if err != nil {
 			p.logger.Error("Saved state discarded: the processor starts empty", zap.Error(err), zap.Int("bytes", len(snap)))
 			p.stateError(ctx, "restore")
@@ -199,10 +199,16 @@ func (p *eventSeriesProcessor) save(ctx context.Context) error {
 	p.mu.Lock()
 	p.truncated(covered, logBytes)
 	p.mu.Unlock()
-	p.telemetry.ProcessorEventseriesStateSaves.Add(ctx, 1)
+	p.stateEvent(ctx, "save", "ok")
 	return nil
 }
 
 func (p *eventSeriesProcessor) stateError(ctx context.Context, operation string) {
-	p.telemetry.ProcessorEventseriesStateErrors.Add(ctx, 1, metric.WithAttributes(attribute.String("operation", operation)))
+	p.stateEvent(ctx, operation, "error")
+}
+
+// stateEvent counts one operation on the state (save, restore, log) by its outcome.
+func (p *eventSeriesProcessor) stateEvent(ctx context.Context, operation, outcome string) {
+	p.telemetry.ProcessorEventseriesState.Add(ctx, 1, metric.WithAttributes(
+		attribute.String("operation", operation), attribute.String("outcome", outcome)))
 }

@@ -13,7 +13,6 @@ import (
 	"go.opentelemetry.io/collector/extension/extensiontest"
 	"go.opentelemetry.io/collector/extension/xextension/storage"
 	"go.opentelemetry.io/collector/pdata/plog"
-	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata/metricdatatest"
 	clocktesting "k8s.io/utils/clock/testing"
@@ -170,10 +169,10 @@ func TestStateIsSavedWhileRunning(t *testing.T) {
 	first.p.saveEvery = 20 * time.Millisecond
 	require.NoError(t, first.p.Start(context.Background(), h))
 	first.feed(t, watched(), time.Now(), 1, 2, 3)
-	// A save is counted once storage has it (state_saves): the wait ends
+	// A save is counted once storage has it (state, save ok): the wait ends
 	// on what an operator reads, not on the processor's internals.
 	require.Eventually(t, func() bool {
-		return counterSum(first.tel, "otelcol_processor_eventseries_state_saves") > 0
+		return counterSum(first.tel, "otelcol_processor_eventseries_state", "operation=save", "outcome=ok") > 0
 	}, 10*time.Second, 10*time.Millisecond, "saved within a few intervals")
 	crash(t, first.p)
 	stop()
@@ -253,9 +252,8 @@ func TestCorruptStateStartsEmpty(t *testing.T) {
 	r.feed(t, watched(), time.Now(), 3)
 	require.NoError(t, r.p.Shutdown(context.Background()))
 	assert.Equal(t, int64(3), sum(seriesWritten(t, r.sink)), "a fresh start counts the Event's whole count")
-	metadatatest.AssertEqualProcessorEventseriesStateErrors(t, r.tel, []metricdata.DataPoint[int64]{
-		{Value: 1, Attributes: attribute.NewSet(attribute.String("operation", "restore"))},
-	}, metricdatatest.IgnoreTimestamp())
+	assert.Equal(t, map[string]int64{"operation=restore,outcome=error": 1},
+		counterPoints(r.tel, "otelcol_processor_eventseries_state", "outcome=error"))
 }
 
 func TestStorageMustBeAStorageExtension(t *testing.T) {

@@ -54,8 +54,8 @@ type eventSeriesProcessor struct {
 	refusal    error         // next's answer to the last attempt, while the batch it refused waits
 	attempted  chan struct{} // closed (and replaced) after each attempt to hand on what waits
 	resends    resendMemory  // batches counted whose answer may not have reached their sender (resend.go)
-	reported   engine.Stats
-	marks      []bool // output.deferFrom's, reused
+	reported   reported      // what report last added (report.go)
+	marks      []bool        // output.deferFrom's, reused
 	logRate    *ratelog.Limiter[k8sevent.Problem]
 	refusalLog *ratelog.Limiter[string]
 	timerAt    int64         // deadline the goroutine waits for; 0 when none

@@ -8,7 +8,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/pdata/plog"
-	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata/metricdatatest"
 
@@ -69,8 +68,8 @@ func TestContribRecordsBecomeASeries(t *testing.T) {
 
 	metadatatest.AssertEqualProcessorEventseriesOccurrences(t, h.tel, []metricdata.DataPoint[int64]{{Value: 4}},
 		metricdatatest.IgnoreTimestamp())
-	metadatatest.AssertEqualProcessorEventseriesCompressed(t, h.tel, []metricdata.DataPoint[int64]{{Value: 2}},
-		metricdatatest.IgnoreTimestamp())
+	assert.Equal(t, map[string]int64{"into=series": 2},
+		counterPoints(h.tel, "otelcol_processor_eventseries_merged_occurrences", "into=series"), "compressed")
 }
 
 func TestLegacyRecordsCarryCounts(t *testing.T) {
@@ -109,9 +108,8 @@ func TestNonEventRecords(t *testing.T) {
 				outcome = "dropped"
 				assert.Empty(t, h.records())
 			}
-			metadatatest.AssertEqualProcessorEventseriesNonEventRecords(t, h.tel, []metricdata.DataPoint[int64]{
-				{Value: 1, Attributes: attribute.NewSet(attribute.String("outcome", outcome))},
-			}, metricdatatest.IgnoreTimestamp())
+			assert.Equal(t, map[string]int64{"outcome=" + outcome + ",problem=not_event": 1},
+				counterPoints(h.tel, "otelcol_processor_eventseries_input_problems", "problem=not_event"))
 		})
 	}
 }
@@ -139,20 +137,12 @@ func TestBadInput(t *testing.T) {
 	}
 	assert.Equal(t, k8sevent.TypeNormal, recs[2].event(t).Type)
 
-	points := map[[2]string]int64{}
-	m, err := h.tel.GetMetric("otelcol_processor_eventseries_invalid_records")
-	require.NoError(t, err)
-	for _, dp := range m.Data.(metricdata.Sum[int64]).DataPoints {
-		p, _ := dp.Attributes.Value("problem")
-		o, _ := dp.Attributes.Value("outcome")
-		points[[2]string{p.AsString(), o.AsString()}] = dp.Value
-	}
 	assert.Equal(t, map[[2]string]int64{
 		{"missing_reason", "dropped"}: 1,
 		{"long_note", "repaired"}:     1,
 		{"zero_time", "repaired"}:     1,
 		{"bad_type", "repaired"}:      1,
-	}, points)
+	}, invalidPoints(h.tel))
 }
 
 func TestEventTimeReplayIsDeterministic(t *testing.T) {

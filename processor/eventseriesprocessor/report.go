@@ -50,6 +50,39 @@ func (p *eventSeriesProcessor) logProblem(problems k8sevent.Problem, ev *k8seven
 // counts got there).
 const maxMetric = 1 << 53
 
+// reported is what report last added to each counter that follows the
+// engine's counts.
+type reported struct {
+	occurrences, compressed, folded                 int64
+	passed, exempt                                  [len(engine.KindNames)]int64
+	held                                            int64
+	started, finished, evicted, unchanged, unproven int64
+	restoreDropped                                  int64
+}
+
+// byFilter splits the records the engine wrote, which it counts by kind
+// (Out), by the spam filter's decision: exempt (no token: Unfiltered) or
+// passed. Which kinds take a token follows from where the engine writes
+// them: a started record always does, a finished one never; an ongoing
+// record is a heartbeat (filtered: Heartbeats counts those written) or a
+// count flushed at shutdown (exempt). The other exempt records are
+// singletons in series mode (summaries of one occurrence, invisible
+// singletons evicted or flushed) and count updates in legacy mode (written
+// at the end without a token when none was free), one mode per engine.
+func byFilter(s *engine.Stats) (passed, exempt [len(engine.KindNames)]int64) {
+	exempt[engine.KindFinished] = s.Out[engine.KindFinished]
+	exempt[engine.KindOngoing] = max(s.Out[engine.KindOngoing]-s.Heartbeats, 0)
+	rest := s.Unfiltered - exempt[engine.KindFinished] - exempt[engine.KindOngoing]
+	for _, kind := range []int{engine.KindSingleton, engine.KindLegacy} {
+		exempt[kind] = min(max(rest, 0), s.Out[kind])
+		rest -= exempt[kind]
+	}
+	for kind := range passed {
+		passed[kind] = s.Out[kind] - exempt[kind]
+	}
+	return passed, exempt
+}
+
 // report adds to the metrics what the engine counted since the last report.
 // The engine's counts only grow: one that went down wrapped past MaxInt64.
 // Counters saturate at maxMetric; they never wrap.
@@ -65,31 +98,51 @@ func (p *eventSeriesProcessor) report(ctx context.Context, c *problemCounts) {
 			*before = now
 		}
 	}
-	add(tb.ProcessorEventseriesOccurrences, s.Occurrences, &last.Occurrences)
+	add(tb.ProcessorEventseriesOccurrences, s.Occurrences, &last.occurrences)
+	into := func(v string) attribute.KeyValue { return attribute.String("into", v) }
+	add(tb.ProcessorEventseriesMergedOccurrences, s.Compressed, &last.compressed, into("series"))
+	add(tb.ProcessorEventseriesMergedOccurrences, s.Folded, &last.folded, into("summary"))
+
+	// byFilter's split is derived: one going down is not a count that
+	// wrapped but a record the split put elsewhere before (the engine wrote
+	// one where byFilter does not expect it); it is not added again.
+	derived := func(counter metric.Int64Counter, now int64, before *int64, attrs ...attribute.KeyValue) {
+		if now >= *before {
+			add(counter, now, before, attrs...)
+		}
+	}
+	passed, exempt := byFilter(s)
 	for kind, name := range engine.KindNames {
 		if name == "" {
 			name = "legacy"
 		}
-		add(tb.ProcessorEventseriesRecordsOut, s.Out[kind], &last.Out[kind], attribute.String("state", name))
+		state := attribute.String("state", name)
+		derived(tb.ProcessorEventseriesRecords, passed[kind], &last.passed[kind], state, attribute.String("filter", "passed"))
+		derived(tb.ProcessorEventseriesRecords, exempt[kind], &last.exempt[kind], state, attribute.String("filter", "exempt"))
 	}
-	add(tb.ProcessorEventseriesCompressed, s.Compressed, &last.Compressed)
-	add(tb.ProcessorEventseriesSpamDropped, s.SpamDropped, &last.SpamDropped)
-	add(tb.ProcessorEventseriesSeriesStarted, s.SeriesStarted, &last.SeriesStarted)
-	add(tb.ProcessorEventseriesSeriesFinished, s.SeriesFinished, &last.SeriesFinished)
-	add(tb.ProcessorEventseriesHeartbeats, s.Heartbeats, &last.Heartbeats)
-	add(tb.ProcessorEventseriesEvictions, s.Evictions, &last.Evictions)
-	add(tb.ProcessorEventseriesUnchangedRecords, s.Unchanged, &last.Unchanged)
-	add(tb.ProcessorEventseriesUnprovenRecords, s.Unproven, &last.Unproven)
-	add(tb.ProcessorEventseriesFolded, s.Folded, &last.Folded)
-	add(tb.ProcessorEventseriesUnfilteredRecords, s.Unfiltered, &last.Unfiltered)
-	add(tb.ProcessorEventseriesRestoreDropped, s.RestoreDropped, &last.RestoreDropped)
+	add(tb.ProcessorEventseriesRecords, s.SpamDropped, &last.held, attribute.String("filter", "held"))
+
+	event := func(v string) attribute.KeyValue { return attribute.String("event", v) }
+	add(tb.ProcessorEventseriesSeries, s.SeriesStarted, &last.started, event("started"))
+	add(tb.ProcessorEventseriesSeries, s.SeriesFinished, &last.finished, event("finished"))
+	add(tb.ProcessorEventseriesSeries, s.Evictions, &last.evicted, event("evicted"))
+
+	add(tb.ProcessorEventseriesState, s.RestoreDropped, &last.restoreDropped,
+		attribute.String("operation", "restore"), attribute.String("outcome", "entries_dropped"))
+
+	add(tb.ProcessorEventseriesInputProblems, s.Unchanged, &last.unchanged,
+		attribute.String("problem", "unchanged"), attribute.String("outcome", "ignored"))
+	add(tb.ProcessorEventseriesInputProblems, s.Unproven, &last.unproven,
+		attribute.String("problem", "unproven"), attribute.String("outcome", "counted"))
 	var zero int64
-	add(tb.ProcessorEventseriesNonEventRecords, c.nonEvent, &zero, attribute.String("outcome", p.outcome()))
+	add(tb.ProcessorEventseriesInputProblems, c.nonEvent, &zero,
+		attribute.String("problem", "not_event"), attribute.String("outcome", p.outcome()))
 	for k, n := range c.invalid {
 		zero = 0
-		add(tb.ProcessorEventseriesInvalidRecords, n, &zero, attribute.String("problem", k[0]), attribute.String("outcome", k[1]))
+		add(tb.ProcessorEventseriesInputProblems, n, &zero, attribute.String("problem", k[0]), attribute.String("outcome", k[1]))
 	}
 	zero = 0
-	add(tb.ProcessorEventseriesClampedRecords, c.clamped, &zero)
+	add(tb.ProcessorEventseriesInputProblems, c.clamped, &zero,
+		attribute.String("problem", "clamped"), attribute.String("outcome", "counted"))
 	tb.ProcessorEventseriesOpenEntries.Record(ctx, int64(p.engine.Len()))
 }

@@ -8,7 +8,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/pdata/plog"
-	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata/metricdatatest"
 
@@ -43,8 +42,8 @@ func TestStateFarFutureTimeDoesNotMoveEventTime(t *testing.T) {
 	assert.Len(t, d.names["Pod/a/BackOff"], 1, "a's series goes on: %v", d.names)
 	assert.Equal(t, []string{"singleton", "started", "ongoing"}, d.states[d.names["Pod/a/BackOff"][0]],
 		"a does not finish when the far-future record arrives")
-	metadatatest.AssertEqualProcessorEventseriesClampedRecords(t, h.tel, []metricdata.DataPoint[int64]{{Value: 1}},
-		metricdatatest.IgnoreTimestamp())
+	assert.Equal(t, map[string]int64{"outcome=counted,problem=clamped": 1},
+		counterPoints(h.tel, "otelcol_processor_eventseries_input_problems", "problem=clamped"))
 	assert.Equal(t, clock.Add(createDefaultConfig().EventTimeMaxLead).UnixNano(), h.p.watermark,
 		"the watermark stops at the processing clock plus event_time_max_lead")
 }
@@ -65,9 +64,7 @@ func TestStateUnrepairableEventRecordIsDropped(t *testing.T) {
 	recs := h.records()
 	require.Len(t, recs, 1, "only the record without Event passes")
 	assert.Equal(t, "GET /healthz 200", recs[0].lr.Body().Str())
-	metadatatest.AssertEqualProcessorEventseriesInvalidRecords(t, h.tel, []metricdata.DataPoint[int64]{
-		{Value: 1, Attributes: attribute.NewSet(attribute.String("problem", "missing_reason"), attribute.String("outcome", "dropped"))},
-	}, metricdatatest.IgnoreTimestamp())
+	assert.Equal(t, map[[2]string]int64{{"missing_reason", "dropped"}: 1}, invalidPoints(h.tel))
 }
 
 // TestHostileCountersSaturate: counts near
@@ -87,7 +84,7 @@ func TestHostileCountersSaturate(t *testing.T) {
 		h.consume(ld)
 	}
 	h.shutdown()
-	for _, name := range []string{"occurrences", "compressed", "records_out", "series_started"} {
+	for _, name := range []string{"occurrences", "merged_occurrences", "records", "series"} {
 		m, err := h.tel.GetMetric("otelcol_processor_eventseries_" + name)
 		require.NoError(t, err)
 		for _, dp := range m.Data.(metricdata.Sum[int64]).DataPoints {
@@ -96,8 +93,8 @@ func TestHostileCountersSaturate(t *testing.T) {
 	}
 	metadatatest.AssertEqualProcessorEventseriesOccurrences(t, h.tel, []metricdata.DataPoint[int64]{{Value: maxMetric}},
 		metricdatatest.IgnoreTimestamp())
-	metadatatest.AssertEqualProcessorEventseriesCompressed(t, h.tel, []metricdata.DataPoint[int64]{{Value: maxMetric}},
-		metricdatatest.IgnoreTimestamp())
+	assert.Equal(t, map[string]int64{"into=series": maxMetric},
+		counterPoints(h.tel, "otelcol_processor_eventseries_merged_occurrences", "into=series"), "compressed")
 	for _, r := range h.records() {
 		ev := r.event(t)
 		assert.Positive(t, countOf(&ev), "written counts saturate too")

@@ -11,7 +11,6 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/extension/xextension/storage"
-	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata/metricdatatest"
 
@@ -91,7 +90,7 @@ func (c *faultClient) Batch(ctx context.Context, ops ...*storage.Operation) erro
 // a series fails, once and then for a while (three tries); with a full log
 // whose save fails, the same. Each time ConsumeLogs answers an error,
 // nothing of the refused batch is counted (not in the output, not in the
-// occurrences metric), the failure is counted in state_errors, and the
+// occurrences metric), the failure is counted in state{outcome=error}, and the
 // sender's retry counts it once. After a crash and a replay, every series
 // ends with exactly its occurrences, in one object.
 func TestLogWriteFailureRefusesTheBatch(t *testing.T) {
@@ -135,10 +134,8 @@ func TestLogWriteFailureRefusesTheBatch(t *testing.T) {
 	series("save", 2, true)
 	metadatatest.AssertEqualProcessorEventseriesOccurrences(t, r.tel,
 		[]metricdata.DataPoint[int64]{{Value: occurrences}}, metricdatatest.IgnoreTimestamp())
-	metadatatest.AssertEqualProcessorEventseriesStateErrors(t, r.tel, []metricdata.DataPoint[int64]{
-		{Value: 4, Attributes: attribute.NewSet(attribute.String("operation", "log"))},
-		{Value: 2, Attributes: attribute.NewSet(attribute.String("operation", "save"))},
-	}, metricdatatest.IgnoreTimestamp())
+	assert.Equal(t, map[string]int64{"operation=log,outcome=error": 4, "operation=save,outcome=error": 2},
+		counterPoints(r.tel, "otelcol_processor_eventseries_state", "outcome=error"))
 
 	crash(t, r.p)
 	stop()
@@ -166,7 +163,7 @@ func (s *faultSink) nameOf(t testing.TB, pod string) string {
 }
 
 // TestUnreadableLogEntryIsSkipped: an entry the processor cannot read (a
-// torn or foreign value) is logged, counted in state_errors{restore} and
+// torn or foreign value) is logged, counted in state{restore,error} and
 // skipped; the entries after it are replayed, and the start does not fail.
 func TestUnreadableLogEntryIsSkipped(t *testing.T) {
 	dir := t.TempDir()
@@ -188,7 +185,6 @@ func TestUnreadableLogEntryIsSkipped(t *testing.T) {
 	second := startRun(t, h, nil)
 	require.NoError(t, second.p.Shutdown(context.Background()))
 	assert.Equal(t, int64(2), sum(finalCounts(collect(t, second.sink))), "entries 0 and 2 replayed, entry 1 skipped")
-	metadatatest.AssertEqualProcessorEventseriesStateErrors(t, second.tel, []metricdata.DataPoint[int64]{
-		{Value: 1, Attributes: attribute.NewSet(attribute.String("operation", "restore"))},
-	}, metricdatatest.IgnoreTimestamp())
+	assert.Equal(t, map[string]int64{"operation=restore,outcome=error": 1},
+		counterPoints(second.tel, "otelcol_processor_eventseries_state", "outcome=error"))
 }

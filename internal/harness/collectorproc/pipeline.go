@@ -14,9 +14,9 @@ const (
 type Pipeline struct {
 	Received    float64 // Events the receiver got: watch ADDED and MODIFIED, and listed
 	Occurrences float64 // occurrences the processor counted
-	RecordsOut  float64 // records it emitted
+	RecordsOut  float64 // records it emitted (records, filter passed or exempt)
 	Compressed  float64 // occurrences folded into a series without a record
-	Suppressed  float64 // records the spam filter held back
+	Suppressed  float64 // records the spam filter held back (records, filter held)
 	Finished    float64 // series that ended
 	Open        float64 // series (and singletons) still in the processor's cache
 	// Writes are the creates and patches the API server accepted: every
@@ -36,13 +36,14 @@ type Pipeline struct {
 func (m Metrics) Pipeline() Pipeline {
 	recv := receiverMetric + "events_received"
 	writes := exporterMetric + "writes"
+	records := processorMetric + "records"
 	p := Pipeline{
 		Received:          m.Sum(recv, "type=added") + m.Sum(recv, "type=modified") + m.Sum(recv, "type=listed"),
 		Occurrences:       m.Sum(processorMetric + "occurrences"),
-		RecordsOut:        m.Sum(processorMetric + "records_out"),
-		Compressed:        m.Sum(processorMetric + "compressed"),
-		Suppressed:        m.Sum(processorMetric + "spam_dropped"),
-		Finished:          m.Sum(processorMetric + "series_finished"),
+		RecordsOut:        m.Sum(records, "filter=passed") + m.Sum(records, "filter=exempt"),
+		Compressed:        m.Sum(processorMetric+"merged_occurrences", "into=series"),
+		Suppressed:        m.Sum(records, "filter=held"),
+		Finished:          m.Sum(processorMetric+"series", "event=finished"),
 		Open:              m.Sum(processorMetric + "open_entries"),
 		Writes:            m.Sum(writes),
 		Stale:             m.Sum(writes, "outcome=stale"),

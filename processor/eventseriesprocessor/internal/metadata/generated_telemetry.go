@@ -25,32 +25,19 @@ func Tracer(settings component.TelemetrySettings) trace.Tracer {
 // TelemetryBuilder provides an interface for components to report telemetry
 // as defined in metadata and user config.
 type TelemetryBuilder struct {
-	meter                                   metric.Meter
-	mu                                      sync.Mutex
-	registrations                           []metric.Registration
-	ProcessorEventseriesClampedRecords      metric.Int64Counter
-	ProcessorEventseriesCompressed          metric.Int64Counter
-	ProcessorEventseriesEvictions           metric.Int64Counter
-	ProcessorEventseriesFolded              metric.Int64Counter
-	ProcessorEventseriesHeartbeats          metric.Int64Counter
-	ProcessorEventseriesInvalidRecords      metric.Int64Counter
-	ProcessorEventseriesNonEventRecords     metric.Int64Counter
-	ProcessorEventseriesOccurrences         metric.Int64Counter
-	ProcessorEventseriesOpenEntries         metric.Int64Gauge
-	ProcessorEventseriesPendingRecords      metric.Int64ObservableGauge
-	ProcessorEventseriesRecordsOut          metric.Int64Counter
-	ProcessorEventseriesRefusedRecords      metric.Int64Counter
-	ProcessorEventseriesResentBatches       metric.Int64Counter
-	ProcessorEventseriesRestoreDropped      metric.Int64Counter
-	ProcessorEventseriesSeriesFinished      metric.Int64Counter
-	ProcessorEventseriesSeriesStarted       metric.Int64Counter
-	ProcessorEventseriesSpamDropped         metric.Int64Counter
-	ProcessorEventseriesStateErrors         metric.Int64Counter
-	ProcessorEventseriesStateSaves          metric.Int64Counter
-	ProcessorEventseriesStateVersionRefused metric.Int64Counter
-	ProcessorEventseriesUnchangedRecords    metric.Int64Counter
-	ProcessorEventseriesUnfilteredRecords   metric.Int64Counter
-	ProcessorEventseriesUnprovenRecords     metric.Int64Counter
+	meter                                 metric.Meter
+	mu                                    sync.Mutex
+	registrations                         []metric.Registration
+	ProcessorEventseriesInputProblems     metric.Int64Counter
+	ProcessorEventseriesMergedOccurrences metric.Int64Counter
+	ProcessorEventseriesOccurrences       metric.Int64Counter
+	ProcessorEventseriesOpenEntries       metric.Int64Gauge
+	ProcessorEventseriesPendingRecords    metric.Int64ObservableGauge
+	ProcessorEventseriesRecords           metric.Int64Counter
+	ProcessorEventseriesRefusedRecords    metric.Int64Counter
+	ProcessorEventseriesResentBatches     metric.Int64Counter
+	ProcessorEventseriesSeries            metric.Int64Counter
+	ProcessorEventseriesState             metric.Int64Counter
 }
 
 // TelemetryBuilderOption applies changes to default builder.
@@ -107,46 +94,16 @@ func NewTelemetryBuilder(settings component.TelemetrySettings, options ...Teleme
 	}
 	builder.meter = Meter(settings)
 	var err, errs error
-	builder.ProcessorEventseriesClampedRecords, err = builder.meter.Int64Counter(
-		"otelcol_processor_eventseries_clamped_records",
-		metric.WithDescription("time_source event: records stamped more than event_time_max_lead ahead of the processing clock; the watermark moved only that far. [Alpha]"),
+	builder.ProcessorEventseriesInputProblems, err = builder.meter.Int64Counter(
+		"otelcol_processor_eventseries_input_problems",
+		metric.WithDescription("Input records the processor could not count as they came, by attribute problem and outcome (a record with several of the Event's problems counts once for each). [Alpha]"),
 		metric.WithUnit("{records}"),
 	)
 	errs = errors.Join(errs, err)
-	builder.ProcessorEventseriesCompressed, err = builder.meter.Int64Counter(
-		"otelcol_processor_eventseries_compressed",
-		metric.WithDescription("Occurrences folded into a series count without a record of their own. [Alpha]"),
+	builder.ProcessorEventseriesMergedOccurrences, err = builder.meter.Int64Counter(
+		"otelcol_processor_eventseries_merged_occurrences",
+		metric.WithDescription("Occurrences written without a record of their own, into another record's count, by attribute into. [Alpha]"),
 		metric.WithUnit("{occurrences}"),
-	)
-	errs = errors.Join(errs, err)
-	builder.ProcessorEventseriesEvictions, err = builder.meter.Int64Counter(
-		"otelcol_processor_eventseries_evictions",
-		metric.WithDescription("States pushed out of a full cache (max_keys); an open series emits its state first. [Alpha]"),
-		metric.WithUnit("{entries}"),
-	)
-	errs = errors.Join(errs, err)
-	builder.ProcessorEventseriesFolded, err = builder.meter.Int64Counter(
-		"otelcol_processor_eventseries_folded",
-		metric.WithDescription("Occurrences of events the spam filter kept from showing, written in their aggregate key's summary Event instead. [Alpha]"),
-		metric.WithUnit("{occurrences}"),
-	)
-	errs = errors.Join(errs, err)
-	builder.ProcessorEventseriesHeartbeats, err = builder.meter.Int64Counter(
-		"otelcol_processor_eventseries_heartbeats",
-		metric.WithDescription("Heartbeat (ongoing) records emitted for open series. [Alpha]"),
-		metric.WithUnit("{records}"),
-	)
-	errs = errors.Join(errs, err)
-	builder.ProcessorEventseriesInvalidRecords, err = builder.meter.Int64Counter(
-		"otelcol_processor_eventseries_invalid_records",
-		metric.WithDescription("Records with a problem, by attribute problem and outcome. [Alpha]"),
-		metric.WithUnit("{records}"),
-	)
-	errs = errors.Join(errs, err)
-	builder.ProcessorEventseriesNonEventRecords, err = builder.meter.Int64Counter(
-		"otelcol_processor_eventseries_non_event_records",
-		metric.WithDescription("Records that carry no Event, by attribute outcome. [Alpha]"),
-		metric.WithUnit("{records}"),
 	)
 	errs = errors.Join(errs, err)
 	builder.ProcessorEventseriesOccurrences, err = builder.meter.Int64Counter(
@@ -167,9 +124,9 @@ func NewTelemetryBuilder(settings component.TelemetrySettings, options ...Teleme
 		metric.WithUnit("{records}"),
 	)
 	errs = errors.Join(errs, err)
-	builder.ProcessorEventseriesRecordsOut, err = builder.meter.Int64Counter(
-		"otelcol_processor_eventseries_records_out",
-		metric.WithDescription("Event records emitted, by attribute state. [Alpha]"),
+	builder.ProcessorEventseriesRecords, err = builder.meter.Int64Counter(
+		"otelcol_processor_eventseries_records",
+		metric.WithDescription("Event records the processor decided to write, by attribute state and filter: written ones are filter passed or exempt; held ones were not written (and carry no state). Heartbeats (records of open series, heartbeat_interval) are the passed ongoing records. [Alpha]"),
 		metric.WithUnit("{records}"),
 	)
 	errs = errors.Join(errs, err)
@@ -185,64 +142,16 @@ func NewTelemetryBuilder(settings component.TelemetrySettings, options ...Teleme
 		metric.WithUnit("{batches}"),
 	)
 	errs = errors.Join(errs, err)
-	builder.ProcessorEventseriesRestoreDropped, err = builder.meter.Int64Counter(
-		"otelcol_processor_eventseries_restore_dropped",
-		metric.WithDescription("Entries of a restored state that did not fit in max_keys (a lowered limit). [Alpha]"),
-		metric.WithUnit("{entries}"),
+	builder.ProcessorEventseriesSeries, err = builder.meter.Int64Counter(
+		"otelcol_processor_eventseries_series",
+		metric.WithDescription("Series that started or finished, and cache entries evicted, by attribute event. [Alpha]"),
+		metric.WithUnit("{events}"),
 	)
 	errs = errors.Join(errs, err)
-	builder.ProcessorEventseriesSeriesFinished, err = builder.meter.Int64Counter(
-		"otelcol_processor_eventseries_series_finished",
-		metric.WithDescription("Series that ended (idle for finish_after, or evicted). [Alpha]"),
-		metric.WithUnit("{series}"),
-	)
-	errs = errors.Join(errs, err)
-	builder.ProcessorEventseriesSeriesStarted, err = builder.meter.Int64Counter(
-		"otelcol_processor_eventseries_series_started",
-		metric.WithDescription("Series that reached a second occurrence. [Alpha]"),
-		metric.WithUnit("{series}"),
-	)
-	errs = errors.Join(errs, err)
-	builder.ProcessorEventseriesSpamDropped, err = builder.meter.Int64Counter(
-		"otelcol_processor_eventseries_spam_dropped",
-		metric.WithDescription("Records held back by the spam filter (their occurrences stay counted). [Alpha]"),
-		metric.WithUnit("{records}"),
-	)
-	errs = errors.Join(errs, err)
-	builder.ProcessorEventseriesStateErrors, err = builder.meter.Int64Counter(
-		"otelcol_processor_eventseries_state_errors",
-		metric.WithDescription("State that could not be restored from storage or saved to it, and batches refused because the write-ahead log could not be written, by attribute operation. [Alpha]"),
-		metric.WithUnit("{errors}"),
-	)
-	errs = errors.Join(errs, err)
-	builder.ProcessorEventseriesStateSaves, err = builder.meter.Int64Counter(
-		"otelcol_processor_eventseries_state_saves",
-		metric.WithDescription("States saved to storage (every 5 s while the state changes); each save truncates the write-ahead log by what it covers, so a crash replays only what came after it. [Alpha]"),
-		metric.WithUnit("{saves}"),
-	)
-	errs = errors.Join(errs, err)
-	builder.ProcessorEventseriesStateVersionRefused, err = builder.meter.Int64Counter(
-		"otelcol_processor_eventseries_state_version_refused",
-		metric.WithDescription("Saved states of another snapshot version (written by another build) refused at start; the processor started empty. [Alpha]"),
-		metric.WithUnit("{states}"),
-	)
-	errs = errors.Join(errs, err)
-	builder.ProcessorEventseriesUnchangedRecords, err = builder.meter.Int64Counter(
-		"otelcol_processor_eventseries_unchanged_records",
-		metric.WithDescription("Records of a known Event uid whose cumulative count did not grow (a relist, a resend, an update of another field); nothing to count. [Alpha]"),
-		metric.WithUnit("{records}"),
-	)
-	errs = errors.Join(errs, err)
-	builder.ProcessorEventseriesUnfilteredRecords, err = builder.meter.Int64Counter(
-		"otelcol_processor_eventseries_unfiltered_records",
-		metric.WithDescription("Records written without a spam-filter token (ends of series, summaries), which the filter's bound allows on top of burst and qps. [Alpha]"),
-		metric.WithUnit("{records}"),
-	)
-	errs = errors.Join(errs, err)
-	builder.ProcessorEventseriesUnprovenRecords, err = builder.meter.Int64Counter(
-		"otelcol_processor_eventseries_unproven_records",
-		metric.WithDescription("Records of an Event object the processor no longer remembers and cannot prove new, counted as one occurrence each (one too many for a resend without growth, fewer than stated for a new object stating a count). [Alpha]"),
-		metric.WithUnit("{records}"),
+	builder.ProcessorEventseriesState, err = builder.meter.Int64Counter(
+		"otelcol_processor_eventseries_state",
+		metric.WithDescription("What became of the state's saves to storage (every 5 s while the state changes; each truncates the write-ahead log by what it covers, so a crash replays only what came after it), its restore at start, and the write-ahead log's writes, by attribute operation and outcome. [Alpha]"),
+		metric.WithUnit("{events}"),
 	)
 	errs = errors.Join(errs, err)
 	return &builder, errs

@@ -21,10 +21,10 @@ func NewSettings(tt *componenttest.Telemetry) processor.Settings {
 	return set
 }
 
-func AssertEqualProcessorEventseriesClampedRecords(t *testing.T, tt *componenttest.Telemetry, dps []metricdata.DataPoint[int64], opts ...metricdatatest.Option) {
+func AssertEqualProcessorEventseriesInputProblems(t *testing.T, tt *componenttest.Telemetry, dps []metricdata.DataPoint[int64], opts ...metricdatatest.Option) {
 	want := metricdata.Metrics{
-		Name:        "otelcol_processor_eventseries_clamped_records",
-		Description: "time_source event: records stamped more than event_time_max_lead ahead of the processing clock; the watermark moved only that far. [Alpha]",
+		Name:        "otelcol_processor_eventseries_input_problems",
+		Description: "Input records the processor could not count as they came, by attribute problem and outcome (a record with several of the Event's problems counts once for each). [Alpha]",
 		Unit:        "{records}",
 		Data: metricdata.Sum[int64]{
 			Temporality: metricdata.CumulativeTemporality,
@@ -32,15 +32,15 @@ func AssertEqualProcessorEventseriesClampedRecords(t *testing.T, tt *componentte
 			DataPoints:  dps,
 		},
 	}
-	got, err := tt.GetMetric("otelcol_processor_eventseries_clamped_records")
+	got, err := tt.GetMetric("otelcol_processor_eventseries_input_problems")
 	require.NoError(t, err)
 	metricdatatest.AssertEqual(t, want, got, opts...)
 }
 
-func AssertEqualProcessorEventseriesCompressed(t *testing.T, tt *componenttest.Telemetry, dps []metricdata.DataPoint[int64], opts ...metricdatatest.Option) {
+func AssertEqualProcessorEventseriesMergedOccurrences(t *testing.T, tt *componenttest.Telemetry, dps []metricdata.DataPoint[int64], opts ...metricdatatest.Option) {
 	want := metricdata.Metrics{
-		Name:        "otelcol_processor_eventseries_compressed",
-		Description: "Occurrences folded into a series count without a record of their own. [Alpha]",
+		Name:        "otelcol_processor_eventseries_merged_occurrences",
+		Description: "Occurrences written without a record of their own, into another record's count, by attribute into. [Alpha]",
 		Unit:        "{occurrences}",
 		Data: metricdata.Sum[int64]{
 			Temporality: metricdata.CumulativeTemporality,
@@ -48,87 +48,7 @@ func AssertEqualProcessorEventseriesCompressed(t *testing.T, tt *componenttest.T
 			DataPoints:  dps,
 		},
 	}
-	got, err := tt.GetMetric("otelcol_processor_eventseries_compressed")
-	require.NoError(t, err)
-	metricdatatest.AssertEqual(t, want, got, opts...)
-}
-
-func AssertEqualProcessorEventseriesEvictions(t *testing.T, tt *componenttest.Telemetry, dps []metricdata.DataPoint[int64], opts ...metricdatatest.Option) {
-	want := metricdata.Metrics{
-		Name:        "otelcol_processor_eventseries_evictions",
-		Description: "States pushed out of a full cache (max_keys); an open series emits its state first. [Alpha]",
-		Unit:        "{entries}",
-		Data: metricdata.Sum[int64]{
-			Temporality: metricdata.CumulativeTemporality,
-			IsMonotonic: true,
-			DataPoints:  dps,
-		},
-	}
-	got, err := tt.GetMetric("otelcol_processor_eventseries_evictions")
-	require.NoError(t, err)
-	metricdatatest.AssertEqual(t, want, got, opts...)
-}
-
-func AssertEqualProcessorEventseriesFolded(t *testing.T, tt *componenttest.Telemetry, dps []metricdata.DataPoint[int64], opts ...metricdatatest.Option) {
-	want := metricdata.Metrics{
-		Name:        "otelcol_processor_eventseries_folded",
-		Description: "Occurrences of events the spam filter kept from showing, written in their aggregate key's summary Event instead. [Alpha]",
-		Unit:        "{occurrences}",
-		Data: metricdata.Sum[int64]{
-			Temporality: metricdata.CumulativeTemporality,
-			IsMonotonic: true,
-			DataPoints:  dps,
-		},
-	}
-	got, err := tt.GetMetric("otelcol_processor_eventseries_folded")
-	require.NoError(t, err)
-	metricdatatest.AssertEqual(t, want, got, opts...)
-}
-
-func AssertEqualProcessorEventseriesHeartbeats(t *testing.T, tt *componenttest.Telemetry, dps []metricdata.DataPoint[int64], opts ...metricdatatest.Option) {
-	want := metricdata.Metrics{
-		Name:        "otelcol_processor_eventseries_heartbeats",
-		Description: "Heartbeat (ongoing) records emitted for open series. [Alpha]",
-		Unit:        "{records}",
-		Data: metricdata.Sum[int64]{
-			Temporality: metricdata.CumulativeTemporality,
-			IsMonotonic: true,
-			DataPoints:  dps,
-		},
-	}
-	got, err := tt.GetMetric("otelcol_processor_eventseries_heartbeats")
-	require.NoError(t, err)
-	metricdatatest.AssertEqual(t, want, got, opts...)
-}
-
-func AssertEqualProcessorEventseriesInvalidRecords(t *testing.T, tt *componenttest.Telemetry, dps []metricdata.DataPoint[int64], opts ...metricdatatest.Option) {
-	want := metricdata.Metrics{
-		Name:        "otelcol_processor_eventseries_invalid_records",
-		Description: "Records with a problem, by attribute problem and outcome. [Alpha]",
-		Unit:        "{records}",
-		Data: metricdata.Sum[int64]{
-			Temporality: metricdata.CumulativeTemporality,
-			IsMonotonic: true,
-			DataPoints:  dps,
-		},
-	}
-	got, err := tt.GetMetric("otelcol_processor_eventseries_invalid_records")
-	require.NoError(t, err)
-	metricdatatest.AssertEqual(t, want, got, opts...)
-}
-
-func AssertEqualProcessorEventseriesNonEventRecords(t *testing.T, tt *componenttest.Telemetry, dps []metricdata.DataPoint[int64], opts ...metricdatatest.Option) {
-	want := metricdata.Metrics{
-		Name:        "otelcol_processor_eventseries_non_event_records",
-		Description: "Records that carry no Event, by attribute outcome. [Alpha]",
-		Unit:        "{records}",
-		Data: metricdata.Sum[int64]{
-			Temporality: metricdata.CumulativeTemporality,
-			IsMonotonic: true,
-			DataPoints:  dps,
-		},
-	}
-	got, err := tt.GetMetric("otelcol_processor_eventseries_non_event_records")
+	got, err := tt.GetMetric("otelcol_processor_eventseries_merged_occurrences")
 	require.NoError(t, err)
 	metricdatatest.AssertEqual(t, want, got, opts...)
 }
@@ -177,10 +97,10 @@ func AssertEqualProcessorEventseriesPendingRecords(t *testing.T, tt *componentte
 	metricdatatest.AssertEqual(t, want, got, opts...)
 }
 
-func AssertEqualProcessorEventseriesRecordsOut(t *testing.T, tt *componenttest.Telemetry, dps []metricdata.DataPoint[int64], opts ...metricdatatest.Option) {
+func AssertEqualProcessorEventseriesRecords(t *testing.T, tt *componenttest.Telemetry, dps []metricdata.DataPoint[int64], opts ...metricdatatest.Option) {
 	want := metricdata.Metrics{
-		Name:        "otelcol_processor_eventseries_records_out",
-		Description: "Event records emitted, by attribute state. [Alpha]",
+		Name:        "otelcol_processor_eventseries_records",
+		Description: "Event records the processor decided to write, by attribute state and filter: written ones are filter passed or exempt; held ones were not written (and carry no state). Heartbeats (records of open series, heartbeat_interval) are the passed ongoing records. [Alpha]",
 		Unit:        "{records}",
 		Data: metricdata.Sum[int64]{
 			Temporality: metricdata.CumulativeTemporality,
@@ -188,7 +108,7 @@ func AssertEqualProcessorEventseriesRecordsOut(t *testing.T, tt *componenttest.T
 			DataPoints:  dps,
 		},
 	}
-	got, err := tt.GetMetric("otelcol_processor_eventseries_records_out")
+	got, err := tt.GetMetric("otelcol_processor_eventseries_records")
 	require.NoError(t, err)
 	metricdatatest.AssertEqual(t, want, got, opts...)
 }
@@ -225,162 +145,34 @@ func AssertEqualProcessorEventseriesResentBatches(t *testing.T, tt *componenttes
 	metricdatatest.AssertEqual(t, want, got, opts...)
 }
 
-func AssertEqualProcessorEventseriesRestoreDropped(t *testing.T, tt *componenttest.Telemetry, dps []metricdata.DataPoint[int64], opts ...metricdatatest.Option) {
+func AssertEqualProcessorEventseriesSeries(t *testing.T, tt *componenttest.Telemetry, dps []metricdata.DataPoint[int64], opts ...metricdatatest.Option) {
 	want := metricdata.Metrics{
-		Name:        "otelcol_processor_eventseries_restore_dropped",
-		Description: "Entries of a restored state that did not fit in max_keys (a lowered limit). [Alpha]",
-		Unit:        "{entries}",
+		Name:        "otelcol_processor_eventseries_series",
+		Description: "Series that started or finished, and cache entries evicted, by attribute event. [Alpha]",
+		Unit:        "{events}",
 		Data: metricdata.Sum[int64]{
 			Temporality: metricdata.CumulativeTemporality,
 			IsMonotonic: true,
 			DataPoints:  dps,
 		},
 	}
-	got, err := tt.GetMetric("otelcol_processor_eventseries_restore_dropped")
+	got, err := tt.GetMetric("otelcol_processor_eventseries_series")
 	require.NoError(t, err)
 	metricdatatest.AssertEqual(t, want, got, opts...)
 }
 
-func AssertEqualProcessorEventseriesSeriesFinished(t *testing.T, tt *componenttest.Telemetry, dps []metricdata.DataPoint[int64], opts ...metricdatatest.Option) {
+func AssertEqualProcessorEventseriesState(t *testing.T, tt *componenttest.Telemetry, dps []metricdata.DataPoint[int64], opts ...metricdatatest.Option) {
 	want := metricdata.Metrics{
-		Name:        "otelcol_processor_eventseries_series_finished",
-		Description: "Series that ended (idle for finish_after, or evicted). [Alpha]",
-		Unit:        "{series}",
+		Name:        "otelcol_processor_eventseries_state",
+		Description: "What became of the state's saves to storage (every 5 s while the state changes; each truncates the write-ahead log by what it covers, so a crash replays only what came after it), its restore at start, and the write-ahead log's writes, by attribute operation and outcome. [Alpha]",
+		Unit:        "{events}",
 		Data: metricdata.Sum[int64]{
 			Temporality: metricdata.CumulativeTemporality,
 			IsMonotonic: true,
 			DataPoints:  dps,
 		},
 	}
-	got, err := tt.GetMetric("otelcol_processor_eventseries_series_finished")
-	require.NoError(t, err)
-	metricdatatest.AssertEqual(t, want, got, opts...)
-}
-
-func AssertEqualProcessorEventseriesSeriesStarted(t *testing.T, tt *componenttest.Telemetry, dps []metricdata.DataPoint[int64], opts ...metricdatatest.Option) {
-	want := metricdata.Metrics{
-		Name:        "otelcol_processor_eventseries_series_started",
-		Description: "Series that reached a second occurrence. [Alpha]",
-		Unit:        "{series}",
-		Data: metricdata.Sum[int64]{
-			Temporality: metricdata.CumulativeTemporality,
-			IsMonotonic: true,
-			DataPoints:  dps,
-		},
-	}
-	got, err := tt.GetMetric("otelcol_processor_eventseries_series_started")
-	require.NoError(t, err)
-	metricdatatest.AssertEqual(t, want, got, opts...)
-}
-
-func AssertEqualProcessorEventseriesSpamDropped(t *testing.T, tt *componenttest.Telemetry, dps []metricdata.DataPoint[int64], opts ...metricdatatest.Option) {
-	want := metricdata.Metrics{
-		Name:        "otelcol_processor_eventseries_spam_dropped",
-		Description: "Records held back by the spam filter (their occurrences stay counted). [Alpha]",
-		Unit:        "{records}",
-		Data: metricdata.Sum[int64]{
-			Temporality: metricdata.CumulativeTemporality,
-			IsMonotonic: true,
-			DataPoints:  dps,
-		},
-	}
-	got, err := tt.GetMetric("otelcol_processor_eventseries_spam_dropped")
-	require.NoError(t, err)
-	metricdatatest.AssertEqual(t, want, got, opts...)
-}
-
-func AssertEqualProcessorEventseriesStateErrors(t *testing.T, tt *componenttest.Telemetry, dps []metricdata.DataPoint[int64], opts ...metricdatatest.Option) {
-	want := metricdata.Metrics{
-		Name:        "otelcol_processor_eventseries_state_errors",
-		Description: "State that could not be restored from storage or saved to it, and batches refused because the write-ahead log could not be written, by attribute operation. [Alpha]",
-		Unit:        "{errors}",
-		Data: metricdata.Sum[int64]{
-			Temporality: metricdata.CumulativeTemporality,
-			IsMonotonic: true,
-			DataPoints:  dps,
-		},
-	}
-	got, err := tt.GetMetric("otelcol_processor_eventseries_state_errors")
-	require.NoError(t, err)
-	metricdatatest.AssertEqual(t, want, got, opts...)
-}
-
-func AssertEqualProcessorEventseriesStateSaves(t *testing.T, tt *componenttest.Telemetry, dps []metricdata.DataPoint[int64], opts ...metricdatatest.Option) {
-	want := metricdata.Metrics{
-		Name:        "otelcol_processor_eventseries_state_saves",
-		Description: "States saved to storage (every 5 s while the state changes); each save truncates the write-ahead log by what it covers, so a crash replays only what came after it. [Alpha]",
-		Unit:        "{saves}",
-		Data: metricdata.Sum[int64]{
-			Temporality: metricdata.CumulativeTemporality,
-			IsMonotonic: true,
-			DataPoints:  dps,
-		},
-	}
-	got, err := tt.GetMetric("otelcol_processor_eventseries_state_saves")
-	require.NoError(t, err)
-	metricdatatest.AssertEqual(t, want, got, opts...)
-}
-
-func AssertEqualProcessorEventseriesStateVersionRefused(t *testing.T, tt *componenttest.Telemetry, dps []metricdata.DataPoint[int64], opts ...metricdatatest.Option) {
-	want := metricdata.Metrics{
-		Name:        "otelcol_processor_eventseries_state_version_refused",
-		Description: "Saved states of another snapshot version (written by another build) refused at start; the processor started empty. [Alpha]",
-		Unit:        "{states}",
-		Data: metricdata.Sum[int64]{
-			Temporality: metricdata.CumulativeTemporality,
-			IsMonotonic: true,
-			DataPoints:  dps,
-		},
-	}
-	got, err := tt.GetMetric("otelcol_processor_eventseries_state_version_refused")
-	require.NoError(t, err)
-	metricdatatest.AssertEqual(t, want, got, opts...)
-}
-
-func AssertEqualProcessorEventseriesUnchangedRecords(t *testing.T, tt *componenttest.Telemetry, dps []metricdata.DataPoint[int64], opts ...metricdatatest.Option) {
-	want := metricdata.Metrics{
-		Name:        "otelcol_processor_eventseries_unchanged_records",
-		Description: "Records of a known Event uid whose cumulative count did not grow (a relist, a resend, an update of another field); nothing to count. [Alpha]",
-		Unit:        "{records}",
-		Data: metricdata.Sum[int64]{
-			Temporality: metricdata.CumulativeTemporality,
-			IsMonotonic: true,
-			DataPoints:  dps,
-		},
-	}
-	got, err := tt.GetMetric("otelcol_processor_eventseries_unchanged_records")
-	require.NoError(t, err)
-	metricdatatest.AssertEqual(t, want, got, opts...)
-}
-
-func AssertEqualProcessorEventseriesUnfilteredRecords(t *testing.T, tt *componenttest.Telemetry, dps []metricdata.DataPoint[int64], opts ...metricdatatest.Option) {
-	want := metricdata.Metrics{
-		Name:        "otelcol_processor_eventseries_unfiltered_records",
-		Description: "Records written without a spam-filter token (ends of series, summaries), which the filter's bound allows on top of burst and qps. [Alpha]",
-		Unit:        "{records}",
-		Data: metricdata.Sum[int64]{
-			Temporality: metricdata.CumulativeTemporality,
-			IsMonotonic: true,
-			DataPoints:  dps,
-		},
-	}
-	got, err := tt.GetMetric("otelcol_processor_eventseries_unfiltered_records")
-	require.NoError(t, err)
-	metricdatatest.AssertEqual(t, want, got, opts...)
-}
-
-func AssertEqualProcessorEventseriesUnprovenRecords(t *testing.T, tt *componenttest.Telemetry, dps []metricdata.DataPoint[int64], opts ...metricdatatest.Option) {
-	want := metricdata.Metrics{
-		Name:        "otelcol_processor_eventseries_unproven_records",
-		Description: "Records of an Event object the processor no longer remembers and cannot prove new, counted as one occurrence each (one too many for a resend without growth, fewer than stated for a new object stating a count). [Alpha]",
-		Unit:        "{records}",
-		Data: metricdata.Sum[int64]{
-			Temporality: metricdata.CumulativeTemporality,
-			IsMonotonic: true,
-			DataPoints:  dps,
-		},
-	}
-	got, err := tt.GetMetric("otelcol_processor_eventseries_unproven_records")
+	got, err := tt.GetMetric("otelcol_processor_eventseries_state")
 	require.NoError(t, err)
 	metricdatatest.AssertEqual(t, want, got, opts...)
 }

@@ -24,47 +24,19 @@ func TestSetupTelemetry(t *testing.T) {
 		observer.Observe(1)
 		return nil
 	}))
-	tb.ProcessorEventseriesClampedRecords.Add(context.Background(), 1)
-	tb.ProcessorEventseriesCompressed.Add(context.Background(), 1)
-	tb.ProcessorEventseriesEvictions.Add(context.Background(), 1)
-	tb.ProcessorEventseriesFolded.Add(context.Background(), 1)
-	tb.ProcessorEventseriesHeartbeats.Add(context.Background(), 1)
-	tb.ProcessorEventseriesInvalidRecords.Add(context.Background(), 1)
-	tb.ProcessorEventseriesNonEventRecords.Add(context.Background(), 1)
+	tb.ProcessorEventseriesInputProblems.Add(context.Background(), 1)
+	tb.ProcessorEventseriesMergedOccurrences.Add(context.Background(), 1)
 	tb.ProcessorEventseriesOccurrences.Add(context.Background(), 1)
 	tb.ProcessorEventseriesOpenEntries.Record(context.Background(), 1)
-	tb.ProcessorEventseriesRecordsOut.Add(context.Background(), 1)
+	tb.ProcessorEventseriesRecords.Add(context.Background(), 1)
 	tb.ProcessorEventseriesRefusedRecords.Add(context.Background(), 1)
 	tb.ProcessorEventseriesResentBatches.Add(context.Background(), 1)
-	tb.ProcessorEventseriesRestoreDropped.Add(context.Background(), 1)
-	tb.ProcessorEventseriesSeriesFinished.Add(context.Background(), 1)
-	tb.ProcessorEventseriesSeriesStarted.Add(context.Background(), 1)
-	tb.ProcessorEventseriesSpamDropped.Add(context.Background(), 1)
-	tb.ProcessorEventseriesStateErrors.Add(context.Background(), 1)
-	tb.ProcessorEventseriesStateSaves.Add(context.Background(), 1)
-	tb.ProcessorEventseriesStateVersionRefused.Add(context.Background(), 1)
-	tb.ProcessorEventseriesUnchangedRecords.Add(context.Background(), 1)
-	tb.ProcessorEventseriesUnfilteredRecords.Add(context.Background(), 1)
-	tb.ProcessorEventseriesUnprovenRecords.Add(context.Background(), 1)
-	AssertEqualProcessorEventseriesClampedRecords(t, testTel,
+	tb.ProcessorEventseriesSeries.Add(context.Background(), 1)
+	tb.ProcessorEventseriesState.Add(context.Background(), 1)
+	AssertEqualProcessorEventseriesInputProblems(t, testTel,
 		[]metricdata.DataPoint[int64]{{Value: 1}},
 		metricdatatest.IgnoreTimestamp())
-	AssertEqualProcessorEventseriesCompressed(t, testTel,
-		[]metricdata.DataPoint[int64]{{Value: 1}},
-		metricdatatest.IgnoreTimestamp())
-	AssertEqualProcessorEventseriesEvictions(t, testTel,
-		[]metricdata.DataPoint[int64]{{Value: 1}},
-		metricdatatest.IgnoreTimestamp())
-	AssertEqualProcessorEventseriesFolded(t, testTel,
-		[]metricdata.DataPoint[int64]{{Value: 1}},
-		metricdatatest.IgnoreTimestamp())
-	AssertEqualProcessorEventseriesHeartbeats(t, testTel,
-		[]metricdata.DataPoint[int64]{{Value: 1}},
-		metricdatatest.IgnoreTimestamp())
-	AssertEqualProcessorEventseriesInvalidRecords(t, testTel,
-		[]metricdata.DataPoint[int64]{{Value: 1}},
-		metricdatatest.IgnoreTimestamp())
-	AssertEqualProcessorEventseriesNonEventRecords(t, testTel,
+	AssertEqualProcessorEventseriesMergedOccurrences(t, testTel,
 		[]metricdata.DataPoint[int64]{{Value: 1}},
 		metricdatatest.IgnoreTimestamp())
 	AssertEqualProcessorEventseriesOccurrences(t, testTel,
@@ -76,7 +48,7 @@ func TestSetupTelemetry(t *testing.T) {
 	AssertEqualProcessorEventseriesPendingRecords(t, testTel,
 		[]metricdata.DataPoint[int64]{{Value: 1}},
 		metricdatatest.IgnoreTimestamp())
-	AssertEqualProcessorEventseriesRecordsOut(t, testTel,
+	AssertEqualProcessorEventseriesRecords(t, testTel,
 		[]metricdata.DataPoint[int64]{{Value: 1}},
 		metricdatatest.IgnoreTimestamp())
 	AssertEqualProcessorEventseriesRefusedRecords(t, testTel,
@@ -85,34 +57,10 @@ func TestSetupTelemetry(t *testing.T) {
 	AssertEqualProcessorEventseriesResentBatches(t, testTel,
 		[]metricdata.DataPoint[int64]{{Value: 1}},
 		metricdatatest.IgnoreTimestamp())
-	AssertEqualProcessorEventseriesRestoreDropped(t, testTel,
+	AssertEqualProcessorEventseriesSeries(t, testTel,
 		[]metricdata.DataPoint[int64]{{Value: 1}},
 		metricdatatest.IgnoreTimestamp())
-	AssertEqualProcessorEventseriesSeriesFinished(t, testTel,
-		[]metricdata.DataPoint[int64]{{Value: 1}},
-		metricdatatest.IgnoreTimestamp())
-	AssertEqualProcessorEventseriesSeriesStarted(t, testTel,
-		[]metricdata.DataPoint[int64]{{Value: 1}},
-		metricdatatest.IgnoreTimestamp())
-	AssertEqualProcessorEventseriesSpamDropped(t, testTel,
-		[]metricdata.DataPoint[int64]{{Value: 1}},
-		metricdatatest.IgnoreTimestamp())
-	AssertEqualProcessorEventseriesStateErrors(t, testTel,
-		[]metricdata.DataPoint[int64]{{Value: 1}},
-		metricdatatest.IgnoreTimestamp())
-	AssertEqualProcessorEventseriesStateSaves(t, testTel,
-		[]metricdata.DataPoint[int64]{{Value: 1}},
-		metricdatatest.IgnoreTimestamp())
-	AssertEqualProcessorEventseriesStateVersionRefused(t, testTel,
-		[]metricdata.DataPoint[int64]{{Value: 1}},
-		metricdatatest.IgnoreTimestamp())
-	AssertEqualProcessorEventseriesUnchangedRecords(t, testTel,
-		[]metricdata.DataPoint[int64]{{Value: 1}},
-		metricdatatest.IgnoreTimestamp())
-	AssertEqualProcessorEventseriesUnfilteredRecords(t, testTel,
-		[]metricdata.DataPoint[int64]{{Value: 1}},
-		metricdatatest.IgnoreTimestamp())
-	AssertEqualProcessorEventseriesUnprovenRecords(t, testTel,
+	AssertEqualProcessorEventseriesState(t, testTel,
 		[]metricdata.DataPoint[int64]{{Value: 1}},
 		metricdatatest.IgnoreTimestamp())
 
