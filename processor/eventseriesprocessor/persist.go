@@ -117,7 +117,11 @@ func (p *eventSeriesProcessor) savedUnder(ctx context.Context, snap []byte, why 
 // counted in. The caller holds p.mu.
 func (p *eventSeriesProcessor) carryOver(ctx context.Context, configured *engine.Engine) {
 	ems, err := configured.Carry(p.engine)
-	p.engine = configured
+	// The metrics follow one engine's counts: what the saved state's engine
+	// counted (the replay, the flush) is reported before the configured
+	// engine, whose counts start at zero, takes over.
+	p.report(ctx, &problemCounts{})
+	p.engine, p.reported = configured, reported{}
 	if err != nil {
 		p.logger.Error("Saved state discarded: the processor starts empty", zap.Error(err))
 		p.stateError(ctx, "restore")

@@ -107,6 +107,9 @@ func TestModeChangeKeepsEveryCount(t *testing.T) {
 
 			assert.Equal(t, int64(9), sum(finalCounts(collect(t, first.sink, second.sink))), "every occurrence once, across the change")
 			assert.Len(t, logs.FilterMessageSnippet("Saved state made under other settings").All(), 1)
+			// The replay (6) counts in the saved state's engine, 7 and 9 in
+			// the configured one: its metrics start from its own zero.
+			assert.Equal(t, int64(4), counterSum(second.tel, "otelcol_processor_eventseries_occurrences"), "occurrences the second run counted")
 		})
 	}
 }
