@@ -2,7 +2,6 @@ package eventseriesprocessor // import "github.com/k8sevents/otel-k8sevents/proc
 
 import (
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"time"
@@ -94,6 +93,20 @@ func hasKeys(md client.Metadata) bool {
 	return false
 }
 
+// outboxOf is the outbox of batches as saved; they have no caller.
+func outboxOf(batches [][]byte) (outbox, error) {
+	var o outbox
+	for i, b := range batches {
+		ld, err := (&plog.ProtoUnmarshaler{}).UnmarshalLogs(b)
+		if err != nil {
+			return outbox{}, fmt.Errorf("batch %d: %w", i, err)
+		}
+		o.batches, o.saved = append(o.batches, heldBatch{logs: ld}), append(o.saved, b)
+		o.records += ld.LogRecordCount()
+	}
+	return o, nil
+}
+
 func (o *outbox) push(ld plog.Logs, from caller, keep bool) error {
 	n := ld.LogRecordCount()
 	if n == 0 {
@@ -126,37 +139,6 @@ func (o *outbox) pop(n int) {
 		o.saved = o.saved[1:]
 	}
 	o.records -= n
-}
-
-// marshal is the outbox as saved: each batch as a uvarint length and its
-// protobuf bytes. Empty when nothing waits.
-func (o *outbox) marshal() []byte {
-	var b []byte
-	for _, s := range o.saved {
-		b = binary.AppendUvarint(b, uint64(len(s)))
-		b = append(b, s...)
-	}
-	return b
-}
-
-// unmarshalOutbox reads what marshal wrote; its batches have no caller.
-func unmarshalOutbox(b []byte) (outbox, error) {
-	var o outbox
-	for len(b) > 0 {
-		n, w := binary.Uvarint(b)
-		if w <= 0 || n > uint64(len(b)-w) {
-			return outbox{}, errors.New("truncated batch")
-		}
-		s := b[w : w+int(n)]
-		ld, err := (&plog.ProtoUnmarshaler{}).UnmarshalLogs(s)
-		if err != nil {
-			return outbox{}, fmt.Errorf("batch %d: %w", len(o.batches), err)
-		}
-		o.batches, o.saved = append(o.batches, heldBatch{logs: ld}), append(o.saved, s)
-		o.records += ld.LogRecordCount()
-		b = b[w+int(n):]
-	}
-	return o, nil
 }
 
 // takeTurn waits for the right to decide records: one holder at a time

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"go.opentelemetry.io/collector/component"
@@ -15,29 +16,23 @@ import (
 	"github.com/k8sevents/otel-k8sevents/processor/eventseriesprocessor/internal/engine"
 )
 
-// stateKey is where the engine's snapshot is kept, in the storage client of
-// this processor's ID; pendingKey where the records it decided and the next
-// consumer has not taken yet are kept, written in the same batch.
-const (
-	stateKey   = "engine"
-	pendingKey = "pending"
-)
-
 // saveInterval bounds what a crash loses: the state of the last seconds.
 // Saving is a snapshot under the lock (milliseconds for full caches) and a
 // write outside it, and only when something changed.
 const saveInterval = 5 * time.Second
 
-// restore opens the storage client and restores the engine from its
-// snapshot, and the records waiting for the next consumer: they go out
-// before anything else. Then the write-ahead log is replayed (wal.go). No
-// snapshot is a first start. A snapshot the engine refuses (corrupt,
-// another version, mode or series key) is logged and counted and the
-// processor starts empty: that costs what a restart without storage
-// costs, while failing would stop the pipeline until someone deletes it.
-// Another version is an upgrade, not damage: counted apart.
-// The waiting records are sent even then: they were decided and counted;
-// and the log is replayed: its batches were accepted.
+// restore opens the storage client and restores the saved state
+// (durable.go): the engine from its snapshot, the resend memory, and the
+// records waiting for the next consumer, which go out before anything
+// else. Then the write-ahead log is replayed (wal.go). No state is a first
+// start. A snapshot the engine refuses (corrupt, another version, mode or
+// series key) is logged and counted and the processor starts empty: that
+// costs what a restart without storage costs, while failing would stop
+// the pipeline until someone deletes it. Another version is an upgrade,
+// not damage: counted apart. The waiting records are sent even then: they
+// were decided and counted; and the log is replayed: its batches were
+// accepted. A state that cannot be decoded at all is logged and counted,
+// and the processor starts empty without them.
 func (p *eventSeriesProcessor) restore(ctx context.Context, host component.Host) error {
 	if p.cfg.Storage == nil {
 		return nil
@@ -50,17 +45,27 @@ func (p *eventSeriesProcessor) restore(ctx context.Context, host component.Host)
 	if err != nil {
 		return fmt.Errorf("eventseries: storage %q: %w", p.cfg.Storage, err)
 	}
-	snapOp, pendingOp, fromOp := storage.GetOperation(stateKey), storage.GetOperation(pendingKey), storage.GetOperation(walFromKey)
-	if err := client.Batch(ctx, snapOp, pendingOp, fromOp); err != nil {
+	st, found, v8, err := readSaved(ctx, client)
+	if err != nil && !found {
 		_ = client.Close(ctx)
 		return fmt.Errorf("eventseries: read the state from storage %q: %w", p.cfg.Storage, err)
 	}
-	p.store = client
+	p.store, p.v8Layout = client, v8
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.restorePending(ctx, pendingOp.Value)
+	if err != nil {
+		p.logger.Error("Saved state discarded: the processor starts empty", zap.Error(err))
+		p.stateError(ctx, "restore")
+	}
+	p.restorePending(ctx, st.Waiting)
+	now := p.clock().UnixNano()
+	for _, r := range st.Resends {
+		// Each batch is remembered for resendWindow from now at least, as
+		// its sender can resend it only from now on.
+		p.resends.add(r.Digest, max(r.Until, now+int64(resendWindow)), now)
+	}
 	var configured *engine.Engine // set while the engine of a state saved under other settings replays the log
-	if snap := snapOp.Value; snap != nil {
+	if snap := st.Engine; snap != nil {
 		if err := p.engine.Restore(snap); errors.Is(err, engine.ErrSnapshotSettings) {
 			configured = p.savedUnder(ctx, snap, err)
 		} else if errors.Is(err, engine.ErrSnapshotVersion) {
@@ -79,7 +84,7 @@ func (p *eventSeriesProcessor) restore(ctx context.Context, host component.Host)
 	if p.eventTime {
 		p.watermark = p.engine.Now()
 	}
-	err = p.replayLog(ctx, fromOp.Value)
+	err = p.replayLog(ctx, st.LogFrom)
 	if configured != nil {
 		p.carryOver(ctx, configured)
 	}
@@ -136,13 +141,13 @@ func (p *eventSeriesProcessor) carryOver(ctx context.Context, configured *engine
 
 // restorePending takes the saved records that wait for the next consumer;
 // the caller holds p.mu.
-func (p *eventSeriesProcessor) restorePending(ctx context.Context, b []byte) {
-	if len(b) == 0 {
+func (p *eventSeriesProcessor) restorePending(ctx context.Context, batches [][]byte) {
+	if len(batches) == 0 {
 		return
 	}
-	o, err := unmarshalOutbox(b)
+	o, err := outboxOf(batches)
 	if err != nil {
-		p.logger.Error("Saved records waiting for the next consumer discarded", zap.Error(err), zap.Int("bytes", len(b)))
+		p.logger.Error("Saved records waiting for the next consumer discarded", zap.Error(err), zap.Int("batches", len(batches)))
 		p.stateError(ctx, "restore")
 		return
 	}
@@ -184,23 +189,35 @@ func (p *eventSeriesProcessor) save(ctx context.Context) error {
 		p.mu.Unlock()
 		return nil
 	}
-	snap := p.engine.Snapshot()
-	pendingOp := storage.DeleteOperation(pendingKey)
-	if waiting := p.pending.marshal(); len(waiting) > 0 {
-		pendingOp = storage.SetOperation(pendingKey, waiting)
-	}
+	st := saved{Engine: p.engine.Snapshot(), Waiting: slices.Clone(p.pending.saved), Resends: p.resends.saved(p.clock().UnixNano())}
 	walOps, covered, logBytes := p.walTruncation()
+	st.LogFrom = covered
+	v8 := p.v8Layout
 	p.dirty = false
 	p.mu.Unlock()
-	ops := append([]*storage.Operation{storage.SetOperation(stateKey, snap), pendingOp}, walOps...)
+	b, err := st.encode()
+	if err != nil {
+		p.mu.Lock()
+		p.dirty = true
+		p.mu.Unlock()
+		p.stateError(ctx, "save")
+		return fmt.Errorf("eventseries: %w", err)
+	}
+	ops := append([]*storage.Operation{storage.SetOperation(savedKey, b)}, walOps...)
+	if v8 {
+		for _, k := range v8Keys {
+			ops = append(ops, storage.DeleteOperation(k))
+		}
+	}
 	if err := p.store.Batch(ctx, ops...); err != nil {
 		p.mu.Lock()
 		p.dirty = true
 		p.mu.Unlock()
 		p.stateError(ctx, "save")
-		return fmt.Errorf("eventseries: save the state (%d bytes) to storage %q: %w", len(snap), p.cfg.Storage, err)
+		return fmt.Errorf("eventseries: save the state (%d bytes) to storage %q: %w", len(b), p.cfg.Storage, err)
 	}
 	p.mu.Lock()
+	p.v8Layout = p.v8Layout && !v8
 	p.truncated(covered, logBytes)
 	p.mu.Unlock()
 	p.stateEvent(ctx, "save", "ok")

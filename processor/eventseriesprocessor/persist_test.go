@@ -237,23 +237,30 @@ func crash(t *testing.T, p *eventSeriesProcessor) {
 	p.telemetry.Shutdown()
 }
 
-// TestCorruptStateStartsEmpty: a snapshot the engine refuses is logged and
-// counted, and the processor starts empty instead of failing the pipeline.
+// TestCorruptStateStartsEmpty: a saved state that cannot be decoded, or
+// whose snapshot the engine refuses, is logged and counted, and the
+// processor starts empty instead of failing the pipeline.
 func TestCorruptStateStartsEmpty(t *testing.T) {
-	h, stop := fileStorage(t, t.TempDir())
-	defer stop()
-	client, err := h[storageID].(storage.Extension).GetClient(context.Background(), component.KindProcessor,
-		component.NewID(metadata.Type), "")
+	refused, err := (&saved{Engine: []byte("not a snapshot")}).encode()
 	require.NoError(t, err)
-	require.NoError(t, client.Set(context.Background(), stateKey, []byte("not a snapshot")))
-	require.NoError(t, client.Close(context.Background()))
+	for name, value := range map[string][]byte{"undecodable": []byte("not a saved state"), "snapshot refused": refused} {
+		t.Run(name, func(t *testing.T) {
+			h, stop := fileStorage(t, t.TempDir())
+			defer stop()
+			client, err := h[storageID].(storage.Extension).GetClient(context.Background(), component.KindProcessor,
+				component.NewID(metadata.Type), "")
+			require.NoError(t, err)
+			require.NoError(t, client.Set(context.Background(), savedKey, value))
+			require.NoError(t, client.Close(context.Background()))
 
-	r := startRun(t, h, nil)
-	r.feed(t, watched(), time.Now(), 3)
-	require.NoError(t, r.p.Shutdown(context.Background()))
-	assert.Equal(t, int64(3), sum(seriesWritten(t, r.sink)), "a fresh start counts the Event's whole count")
-	assert.Equal(t, map[string]int64{"operation=restore,outcome=error": 1},
-		counterPoints(r.tel, "otelcol_processor_eventseries_state", "outcome=error"))
+			r := startRun(t, h, nil)
+			r.feed(t, watched(), time.Now(), 3)
+			require.NoError(t, r.p.Shutdown(context.Background()))
+			assert.Equal(t, int64(3), sum(seriesWritten(t, r.sink)), "a fresh start counts the Event's whole count")
+			assert.Equal(t, map[string]int64{"operation=restore,outcome=error": 1},
+				counterPoints(r.tel, "otelcol_processor_eventseries_state", "outcome=error"))
+		})
+	}
 }
 
 func TestStorageMustBeAStorageExtension(t *testing.T) {

@@ -63,6 +63,7 @@ type eventSeriesProcessor struct {
 	backoff    retry.Backoff // of the refused records' delivery
 
 	store     storage.Client // nil without storage
+	v8Layout  bool           // the storage holds a state of version 8's keys, which the next save replaces
 	saveMu    sync.Mutex     // one save at a time: a save truncates the log by what it covers
 	wal       walState
 	saveEvery time.Duration

@@ -3,13 +3,9 @@ package eventseriesprocessor // import "github.com/k8sevents/otel-k8sevents/proc
 import (
 	"context"
 	"crypto/sha256"
-	"encoding/binary"
-	"errors"
 	"time"
 
 	"go.opentelemetry.io/collector/client"
-	"go.opentelemetry.io/collector/extension/xextension/storage"
-	"go.uber.org/zap"
 )
 
 // Resends. A sender that gets no answer sends its batch again (an OTLP
@@ -43,7 +39,6 @@ const (
 	resendWindow = time.Hour
 	// maxResends bounds the memory (some 3 MB); past it the oldest go first.
 	maxResends = 1 << 16
-	resendsKey = "wal.resends"
 )
 
 type batchDigest = [sha256.Size]byte
@@ -55,9 +50,8 @@ type resend struct {
 
 // resendMemory is the batches remembered, oldest first; guarded by p.mu.
 type resendMemory struct {
-	fifo   []resend
-	until  map[batchDigest]int64
-	stored bool // the storage holds a copy: an empty memory deletes it
+	fifo  []resend
+	until map[batchDigest]int64
 }
 
 // add remembers d until until, if that is after now.
@@ -93,28 +87,14 @@ func (m *resendMemory) match(d batchDigest, now int64) bool {
 	return ok && now < until
 }
 
-// marshal is the memory as saved: each digest followed by its time.
-func (m *resendMemory) marshal() []byte {
-	b := make([]byte, 0, len(m.fifo)*(sha256.Size+8))
-	for _, r := range m.fifo {
-		b = binary.BigEndian.AppendUint64(append(b, r.digest[:]...), uint64(r.until))
+// saved is the memory as a save keeps it at now, oldest first.
+func (m *resendMemory) saved(now int64) []savedResend {
+	m.prune(now)
+	out := make([]savedResend, len(m.fifo))
+	for i, r := range m.fifo {
+		out[i] = savedResend{Digest: r.digest, Until: r.until}
 	}
-	return b
-}
-
-// unmarshal reads what marshal wrote into m at a start at now: each batch
-// is remembered for resendWindow from now at least, as its sender can
-// resend it only from now on.
-func (m *resendMemory) unmarshal(b []byte, now int64) error {
-	const size = sha256.Size + 8
-	if len(b)%size != 0 {
-		return errors.New("truncated resend memory")
-	}
-	for ; len(b) > 0; b = b[size:] {
-		until := int64(binary.BigEndian.Uint64(b[sha256.Size:size]))
-		m.add(batchDigest(b[:sha256.Size]), max(until, now+int64(resendWindow)), now)
-	}
-	return nil
+	return out
 }
 
 // isResend reports whether entry (walEntryOf; nil: not logged) repeats a
@@ -156,36 +136,6 @@ func (p *eventSeriesProcessor) remember(entry []byte, wall int64) {
 	p.resends.add(d, wall+int64(resendWindow), wall)
 	p.dirty = true
 	p.mu.Unlock()
-}
-
-// resendOps is what a save writes of the memory at now; the caller holds p.mu.
-func (p *eventSeriesProcessor) resendOps(now int64) []*storage.Operation {
-	m := &p.resends
-	m.prune(now)
-	switch {
-	case len(m.fifo) > 0:
-		m.stored = true
-		return []*storage.Operation{storage.SetOperation(resendsKey, m.marshal())}
-	case m.stored:
-		m.stored = false
-		return []*storage.Operation{storage.DeleteOperation(resendsKey)}
-	}
-	return nil
-}
-
-// restoreResends reads the memory saved; the caller holds p.mu. An
-// unreadable one is logged, counted and dropped.
-func (p *eventSeriesProcessor) restoreResends(ctx context.Context) {
-	get := storage.GetOperation(resendsKey)
-	err := p.store.Batch(ctx, get)
-	if err == nil && get.Value != nil {
-		p.resends.stored = true
-		err = p.resends.unmarshal(get.Value, p.clock().UnixNano())
-	}
-	if err != nil {
-		p.logger.Error("Saved memory of batches that may be sent again discarded", zap.Error(err))
-		p.stateError(ctx, "restore")
-	}
 }
 
 // fromNetwork reports whether ctx is a network sender's request: an OTLP

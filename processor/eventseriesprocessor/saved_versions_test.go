@@ -25,9 +25,9 @@ import (
 // upgrade must continue exactly where the old build stopped.
 var writeSaved = flag.Bool("write-saved", false, "write this build's state to testdata/saved/v<snapshot version>")
 
-// savedKeys are the storage keys a saved state may hold (the log's entries
-// are found from walFromKey on).
-var savedKeys = []string{stateKey, pendingKey, walFromKey, resendsKey}
+// savedKeys are the storage keys a saved state may hold, this build's and
+// version 8's (the log's entries are found from the state's LogFrom on).
+var savedKeys = append([]string{savedKey}, v8Keys...)
 
 // savedClock is the processing clock of the saved runs: fixed, so that a
 // state saved once and a run of today's build agree on every time.
@@ -62,7 +62,8 @@ func runAfterRestart(t *testing.T, h host) delivered {
 // TestSavedStatesOfEveryVersionContinue: for each saved state of
 // testdata/saved, a start of this build on it writes exactly what it
 // writes after a kill and restart of its own: the same objects, the same
-// counts. With -write-saved it saves this build's state first.
+// counts; and leaves this build's saved state in place of the older
+// layout. With -write-saved it saves this build's state first.
 func TestSavedStatesOfEveryVersionContinue(t *testing.T) {
 	if *writeSaved {
 		h, stop := fileStorage(t, t.TempDir())
@@ -87,6 +88,15 @@ func TestSavedStatesOfEveryVersionContinue(t *testing.T) {
 			got := runAfterRestart(t, h)
 			assert.Equal(t, want.counts, got.counts, "counts written per object after the restart")
 			assert.Equal(t, want.states, got.states, "series states per object")
+			// What the build saves after it is this build's one state:
+			// the keys of an older layout are gone.
+			client := storageClient(t, h)
+			defer func() { require.NoError(t, client.Close(context.Background())) }()
+			for _, key := range savedKeys {
+				v, err := client.Get(context.Background(), key)
+				require.NoError(t, err)
+				assert.Equal(t, key == savedKey, v != nil, "key %q after the restart", key)
+			}
 		})
 	}
 }

@@ -34,11 +34,15 @@ func TestStateOfAnotherVersionIsRefused(t *testing.T) {
 	client, err := h[storageID].(storage.Extension).GetClient(context.Background(), component.KindProcessor,
 		component.NewID(metadata.Type), "")
 	require.NoError(t, err)
-	snap, err := client.Get(context.Background(), stateKey)
+	b, err := client.Get(context.Background(), savedKey)
 	require.NoError(t, err)
-	at := 1 + int(snap[0]) // the version follows the magic string (a length byte, its bytes)
-	snap[at]++
-	require.NoError(t, client.Set(context.Background(), stateKey, snap))
+	st, err := decodeSaved(b)
+	require.NoError(t, err)
+	at := 1 + int(st.Engine[0]) // the version follows the magic string (a length byte, its bytes)
+	st.Engine[at]++
+	b, err = st.encode()
+	require.NoError(t, err)
+	require.NoError(t, client.Set(context.Background(), savedKey, b))
 	require.NoError(t, client.Close(context.Background()))
 
 	cfg := createDefaultConfig()

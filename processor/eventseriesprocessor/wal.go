@@ -16,9 +16,8 @@ import (
 // storage (one entry: the processing clock it is counted at, and the batch
 // as protobuf) before it is counted, so ConsumeLogs answers success only
 // for a batch that a crash cannot lose. Entries are numbered in the order
-// they are counted, under keys walKey(n); walFromKey holds the first number
-// the saved snapshot does not cover. A save writes the snapshot, the new
-// walFromKey and the deletion of the entries it covers in one storage
+// they are counted, under keys walKey(n); the saved state holds the first number
+// its snapshot does not cover. A save writes the state and the deletion of the entries it covers in one storage
 // batch, so an entry is replayed once or, if the save committed, never. At
 // start the snapshot is restored and the entries from walFromKey on are
 // counted again, in order, each at the clock it was counted at: the engine
@@ -26,10 +25,7 @@ import (
 // so the records they make are the ones emitted before the crash, made
 // again (README "Write-ahead log": what a non-API sink then gets twice).
 
-const (
-	walFromKey = "wal.from"
-	walPrefix  = "wal/"
-)
+const walPrefix = "wal/"
 
 // walKey is the storage key of entry n: fixed width, so that entries sort
 // in their order and each one is appended at the end of bbolt's tree.
@@ -114,16 +110,10 @@ func (p *eventSeriesProcessor) logged(size int) {
 }
 
 // walTruncation is what a save writes with the snapshot it took under p.mu
-// (the caller holds it): the first entry the snapshot does not cover, the
-// deletion of those it covers, and the batches remembered for their
-// senders' resends (resend.go).
+// (the caller holds it): the deletion of the entries it covers, and the
+// first one it does not (saved.LogFrom).
 func (p *eventSeriesProcessor) walTruncation() (ops []*storage.Operation, covered uint64, bytes int64) {
 	w := &p.wal
-	ops = p.resendOps(p.clock().UnixNano())
-	if w.next == w.from {
-		return ops, w.next, w.bytes
-	}
-	ops = append(ops, storage.SetOperation(walFromKey, binary.BigEndian.AppendUint64(nil, w.next)))
 	for n := w.from; n < w.next; n++ {
 		ops = append(ops, storage.DeleteOperation(walKey(n)))
 	}
@@ -141,12 +131,8 @@ func (p *eventSeriesProcessor) truncated(covered uint64, bytes int64) {
 // order, each at its clock; their records join what waits for the next
 // consumer. The caller holds p.mu. An unreadable entry is logged, counted
 // as a restore error and skipped.
-func (p *eventSeriesProcessor) replayLog(ctx context.Context, from []byte) error {
-	if len(from) == 8 {
-		p.wal.from = binary.BigEndian.Uint64(from)
-	}
-	p.wal.next = p.wal.from
-	p.restoreResends(ctx)
+func (p *eventSeriesProcessor) replayLog(ctx context.Context, from uint64) error {
+	p.wal.from, p.wal.next = from, from
 	now := p.clock().UnixNano()
 	var records int
 	for {
