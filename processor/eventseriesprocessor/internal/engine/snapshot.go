@@ -68,17 +68,16 @@ func (e *Engine) Snapshot() []byte {
 
 	states := e.states.values()
 	w.uint(uint64(len(states)))
+	var packed []byte
 	for _, st := range states {
-		w.str(st.packed)
+		packed = v8Pack(packed[:0], st.l, &st.ev) // with the latest note
+		w.uint(uint64(len(packed)))
+		w.b = append(w.b, packed...)
 		w.str(st.name)
 		for _, v := range [...]int64{st.count, st.emitted, st.first, st.last, st.seenAt, st.nextBeat, st.deadline, int64(st.heapIdx)} {
 			w.int(v)
 		}
-		differs := st.note != layoutOf(st, &e.series).field(st.packed, fNote)
-		w.flags(st.visible, st.started, st.aggregated, differs, st.inBucket)
-		if differs {
-			w.str(st.note)
-		}
+		w.flags(st.visible, st.started, st.aggregated, false, st.inBucket)
 	}
 	groups := e.aggs.values()
 	w.uint(uint64(len(groups)))
@@ -218,30 +217,31 @@ func (e *Engine) restoreStates(r *reader, now int64) error {
 	at := make([]int, 0, n) // heap index of each scheduled state
 	var scheduled []*state
 	for range n {
-		st := &state{packed: r.str(), name: r.str()}
+		packed := r.str()
+		st := &state{name: r.str(), heapIdx: -1}
 		for _, v := range [...]*int64{&st.count, &st.emitted, &st.first, &st.last, &st.seenAt, &st.nextBeat, &st.deadline} {
 			*v = r.int()
 		}
 		idx := r.int()
 		flags := r.byte()
 		st.visible, st.started, st.aggregated = flags&1 != 0, flags&2 != 0, flags&4 != 0
+		var note string
 		if flags&noteDiffers != 0 {
-			st.note = r.str()
+			note = r.str()
 		}
 		st.inBucket = flags&inBucketFlag != 0
 		if r.err != nil {
 			return r.err
 		}
-		l := &e.series
+		st.l = &e.series
 		switch {
-		case e.cfg.Legacy && st.packed != "":
-			l = layoutOf(st, &identicalLayout) // a tag of neither fails the check
-		case st.packed != "" && st.packed[0] == aggregateLayout.tag:
-			l = &aggregateLayout // a summary
+		case packed != "" && packed[0] == aggregateLayout.tag:
+			st.l = &aggregateLayout // a summary (legacy: an aggregate)
+		case e.cfg.Legacy:
+			st.l = &identicalLayout
 		}
-		keyLen, ok := l.check(st.packed)
 		switch {
-		case !ok:
+		case !v8Unpack(st.l, packed, &st.ev):
 			return fmt.Errorf("state %d: not a packed Event of this mode", e.states.Len())
 		case st.name == "":
 			return fmt.Errorf("state %d: no name", e.states.Len())
@@ -250,11 +250,10 @@ func (e *Engine) restoreStates(r *reader, now int64) error {
 		case st.seenAt > now || (!e.cfg.Legacy && st.started && st.nextBeat < now):
 			return fmt.Errorf("state %d: seen at %d, next heartbeat %d, now %d", e.states.Len(), st.seenAt, st.nextBeat, now)
 		}
-		if flags&noteDiffers == 0 {
-			st.note = l.field(st.packed, fNote)
+		if flags&noteDiffers != 0 {
+			st.ev.Note = note
 		}
-		st.keyLen, st.heapIdx = keyLen, -1
-		if !e.states.add(st.packed[:keyLen], st) {
+		if !e.states.add(string(e.stateKey(st.l, &st.ev)), st) {
 			return fmt.Errorf("state %d: key twice", e.states.Len())
 		}
 		if idx >= 0 {

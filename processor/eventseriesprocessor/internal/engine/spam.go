@@ -60,9 +60,7 @@ func (e *Engine) bucketOf(ev *k8sevent.Event) *bucket {
 // release takes st, which left the cache, out of its bucket's events.
 func (e *Engine) release(st *state) {
 	st.inBucket = false
-	ev := &e.scratch
-	layoutOf(st, &e.series).unpack(st.packed, ev)
-	e.spamBuf = e.spamLayout.appendKey(e.spamBuf[:0], ev)
+	e.spamBuf = e.spamLayout.appendKey(e.spamBuf[:0], &st.ev)
 	if b, ok := e.spam.peek(e.spamBuf); ok {
 		b.events = max(b.events-1, 0)
 	}
