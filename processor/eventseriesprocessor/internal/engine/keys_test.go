@@ -66,3 +66,8 @@ func TestPackingRoundTrips(t *testing.T) {
 		}
 	}
 }
+
+// v8Pack appends ev's version 8 packing in l to buf.
+func v8Pack(buf []byte, l *layout, ev *k8sevent.Event) []byte {
+	return appendFields(l.appendKey(buf, ev), ev, v8Rest(l))
+}
