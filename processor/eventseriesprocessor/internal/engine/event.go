@@ -43,24 +43,28 @@ func fieldAt(v reflect.Value, path []int) reflect.Value {
 // ev's strings at their copies in it, and returns it.
 func ownStrings(prefix []byte, ev *k8sevent.Event) string {
 	v := reflect.ValueOf(ev).Elem()
+	var at [64]reflect.Value // on the stack: the Event has some 30 strings
+	fields := at[:0]
 	n := len(prefix)
 	for _, path := range stringFields {
-		n += fieldAt(v, path).Len()
+		f := fieldAt(v, path)
+		if f.Len() > 0 {
+			fields = append(fields, f)
+			n += f.Len()
+		}
 	}
 	var b strings.Builder
 	b.Grow(n)
 	b.Write(prefix)
-	for _, path := range stringFields {
-		b.WriteString(fieldAt(v, path).String())
+	for _, f := range fields {
+		b.WriteString(f.String())
 	}
 	s := b.String()
 	rest := s[len(prefix):]
-	for _, path := range stringFields {
-		f := fieldAt(v, path)
-		if n := f.Len(); n > 0 {
-			f.SetString(rest[:n])
-			rest = rest[n:]
-		}
+	for _, f := range fields {
+		n := f.Len()
+		f.SetString(rest[:n])
+		rest = rest[n:]
 	}
 	return s
 }
