@@ -102,3 +102,29 @@ func fieldByPath(v reflect.Value, path string) reflect.Value {
 		path = rest
 	}
 }
+
+// TestStateKeepsAClusterNameEndingInAZeroByte: a state's Event shares its
+// key's bytes, less the last one of a key whose cluster name is empty; a
+// cluster name ending in a zero byte loses that byte from the key too, and
+// the state's Event still holds it whole.
+func TestStateKeepsAClusterNameEndingInAZeroByte(t *testing.T) {
+	for _, legacy := range []bool{false, true} {
+		cfg := defaults()
+		cfg.Legacy, cfg.SpamBurst, cfg.SpamQPS = legacy, 1, 0.001 // the later records are held back
+		e, err := New(cfg)
+		require.NoError(t, err)
+		ev := podEvent("web-1", "BackOff", "x")
+		ev.Cluster.Name = "east\x00"
+		var timers int
+		for i := range 3 {
+			ev.Time = t0.Add(time.Duration(i) * time.Second)
+			e.Observe(&ev, ev.Time.UnixNano())
+		}
+		for _, em := range e.Flush(t0.Add(time.Minute).UnixNano()) {
+			require.False(t, em.FromInput)
+			require.Equal(t, "east\x00", em.Event.Cluster.Name, "legacy=%t", legacy)
+			timers++
+		}
+		require.Positive(t, timers, "legacy=%t", legacy)
+	}
+}

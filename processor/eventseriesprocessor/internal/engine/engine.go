@@ -330,7 +330,11 @@ func (e *Engine) newState(l *layout, ev *k8sevent.Event, t int64) *state {
 		*f.of(&st.ev) = "" // copied in the key
 	}
 	s := ownStrings(e.buf, &st.ev) // the key, the count, then st.ev's other strings
-	l.readKey(s[:keyLen], &st.ev)
+	if !l.readKey(s[:keyLen], &st.ev) {
+		for _, f := range l.key {
+			*f.of(&st.ev) = strings.Clone(*f.of(ev))
+		}
+	}
 	st.name = k8sevent.GenerateName(ev.Regarding.Name, time.Unix(0, t), s[:len(e.buf)])
 	e.states.add(s[:keyLen], st) // may push a state out: ev and e.buf are not read after
 	return st

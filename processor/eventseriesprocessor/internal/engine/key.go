@@ -147,13 +147,18 @@ func appendFields(buf []byte, ev *k8sevent.Event, fields []field) []byte {
 }
 
 // readKey sets ev's key fields of l to their values in key, a key of l
-// (or one less an empty cluster name's byte: see stateKey), sharing its
-// memory.
-func (l *layout) readKey(key string, ev *k8sevent.Event) {
+// less an empty cluster name's byte (see stateKey), sharing its memory.
+// It reports false, having set some, for a key it cannot read so: one
+// whose cluster name ends in a zero byte, which stateKey cut.
+func (l *layout) readKey(key string, ev *k8sevent.Event) bool {
 	s := key[1:]
 	for _, f := range l.key {
-		*f.of(ev), s, _ = nextField(s)
+		var ok bool
+		if *f.of(ev), s, ok = nextField(s); !ok {
+			return false
+		}
 	}
+	return s == ""
 }
 
 // nextField splits s at the end of its first length-prefixed field; ok is
