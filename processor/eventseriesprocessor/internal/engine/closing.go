@@ -66,9 +66,10 @@ func (e *Engine) retire(st *state) {
 // summary of its aggregate key, made if needed, and (re)starts the
 // summary's idle timer.
 func (e *Engine) fold(st *state) {
-	sum, ok := e.states.get(e.stateKey(&aggregateLayout, &st.ev))
+	ev := st.ev.event()
+	sum, ok := e.states.get(e.stateKey(&aggregateLayout, &ev))
 	if !ok {
-		sum = e.newState(&aggregateLayout, &st.ev, st.first)
+		sum = e.newState(&aggregateLayout, &ev, st.first)
 		sum.aggregated = true
 	}
 	sum.first, sum.last = min(sum.first, st.first), max(sum.last, st.last)

@@ -106,8 +106,8 @@ type Stats struct {
 type state struct {
 	// ev is what its records without an input (heartbeats, ends, flushes)
 	// show: the Event of its first occurrence, less what each record states
-	// of its own (see ownless), with the latest occurrence's note.
-	ev k8sevent.Event
+	// of its own (see stateEvent), with the latest occurrence's note.
+	ev stateEvent
 	// l is the layout of its cache key: the series' (legacy: the identical
 	// event's), or aggregateLayout for a summary (legacy: an aggregate).
 	l        *layout
@@ -325,16 +325,17 @@ func (e *Engine) newState(l *layout, ev *k8sevent.Event, t int64) *state {
 	keyLen := len(e.buf)
 	e.statesMade++
 	e.buf = strconv.AppendUint(e.buf, e.statesMade, 10)
-	st := &state{ev: ownless(ev), l: l, heapIdx: -1, first: t, last: t, seenAt: e.now}
+	own := ownless(ev)
 	for _, f := range l.key {
-		*f.of(&st.ev) = "" // copied in the key
+		*f.of(&own) = "" // copied in the key
 	}
-	s := ownStrings(e.buf, &st.ev) // the key, the count, then st.ev's other strings
-	if !l.readKey(s[:keyLen], &st.ev) {
+	s := ownStrings(e.buf, &own) // the key, the count, then own's other strings
+	if !l.readKey(s[:keyLen], &own) {
 		for _, f := range l.key {
-			*f.of(&st.ev) = strings.Clone(*f.of(ev))
+			*f.of(&own) = strings.Clone(*f.of(ev))
 		}
 	}
+	st := &state{ev: newStateEvent(&own), l: l, heapIdx: -1, first: t, last: t, seenAt: e.now}
 	st.name = k8sevent.GenerateName(ev.Regarding.Name, time.Unix(0, t), s[:len(e.buf)])
 	e.states.add(s[:keyLen], st) // may push a state out: ev and e.buf are not read after
 	return st
@@ -356,7 +357,7 @@ func (e *Engine) emit(st *state, kind int, input *k8sevent.Event, filtered bool)
 		First: st.first, Last: st.last, Aggregated: st.aggregated, At: e.now}
 	ev := input
 	if input == nil {
-		em.Event = st.ev
+		em.Event = st.ev.event()
 		ev = &em.Event
 	}
 	if filtered && !e.allow(ev, st, input != nil && kind == KindLegacy && st.visible) {

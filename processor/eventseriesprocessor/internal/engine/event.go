@@ -3,15 +3,46 @@ package engine
 import (
 	"reflect"
 	"strings"
-	"time"
 
 	"github.com/k8sevents/otel-k8sevents/internal/k8sevent"
 )
 
-// A state holds the k8sevent.Event of its first occurrence (state.ev), so
-// that every field of the record contract goes on the records no input
-// carries. Observe does not retain its input's strings: a new state copies
-// them, found by reflection once, into one string of its own.
+// A state holds the Event of its first occurrence (state.ev), so that the
+// fields of the record contract go on the records no input carries.
+// Observe does not retain its input's strings: a new state copies them,
+// found by reflection once, into one string of its own.
+
+// stateEvent is what a state keeps of an Event: every field of
+// k8sevent.Event but those each record of an Event object states of its
+// own (the object's name and uid, counts and times, the fields the
+// processor writes), which its records state from the state. A field
+// added to k8sevent.Event goes here and in the two functions below, or
+// timer records drop it: TestTimerRecordsCarryEveryField fails until it
+// does. (The whole Event would need no such line, at some 200 bytes more
+// per state than the retained heap budget has.)
+type stateEvent struct {
+	Namespace                   string
+	Type, Reason, Action, Note  string
+	Regarding, Related          k8sevent.ObjectRef
+	Cluster                     k8sevent.Cluster
+	ReportingController         string
+	ReportingInstance           string
+	SourceComponent, SourceHost string
+}
+
+func newStateEvent(ev *k8sevent.Event) stateEvent {
+	return stateEvent{Namespace: ev.Namespace, Type: ev.Type, Reason: ev.Reason, Action: ev.Action, Note: ev.Note,
+		Regarding: ev.Regarding, Related: ev.Related, Cluster: ev.Cluster,
+		ReportingController: ev.ReportingController, ReportingInstance: ev.ReportingInstance,
+		SourceComponent: ev.SourceComponent, SourceHost: ev.SourceHost}
+}
+
+func (s *stateEvent) event() k8sevent.Event {
+	return k8sevent.Event{Namespace: s.Namespace, Type: s.Type, Reason: s.Reason, Action: s.Action, Note: s.Note,
+		Regarding: s.Regarding, Related: s.Related, Cluster: s.Cluster,
+		ReportingController: s.ReportingController, ReportingInstance: s.ReportingInstance,
+		SourceComponent: s.SourceComponent, SourceHost: s.SourceHost}
+}
 
 // stringFields are the paths (field indexes from k8sevent.Event down) of
 // the Event's string fields, in its own structs at any depth.
@@ -70,16 +101,10 @@ func ownStrings(prefix []byte, ev *k8sevent.Event) string {
 }
 
 // ownless is ev without what each record of an Event object states of its
-// own: the object's name and uid, counts and times, and the fields the
-// processor writes. A state's records state those from the state; every
-// other field goes on its records as its first occurrence had it, but the
-// related object's resourceVersion, which they have never carried.
+// own, and without the related object's resourceVersion, which timer
+// records have never carried.
 func ownless(ev *k8sevent.Event) k8sevent.Event {
-	s := *ev
-	s.Name, s.UID = "", ""
+	s := newStateEvent(ev)
 	s.Related.ResourceVersion = ""
-	s.Time, s.EventTime, s.FirstTimestamp, s.LastTimestamp = time.Time{}, time.Time{}, time.Time{}, time.Time{}
-	s.Count, s.SeriesCount, s.SeriesLastObservedTime = 0, 0, time.Time{}
-	s.SeriesState, s.Aggregated, s.NewOccurrences = "", false, 0
-	return s
+	return s.event()
 }

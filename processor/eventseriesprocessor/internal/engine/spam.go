@@ -60,7 +60,8 @@ func (e *Engine) bucketOf(ev *k8sevent.Event) *bucket {
 // release takes st, which left the cache, out of its bucket's events.
 func (e *Engine) release(st *state) {
 	st.inBucket = false
-	e.spamBuf = e.spamLayout.appendKey(e.spamBuf[:0], &st.ev)
+	ev := st.ev.event()
+	e.spamBuf = e.spamLayout.appendKey(e.spamBuf[:0], &ev)
 	if b, ok := e.spam.peek(e.spamBuf); ok {
 		b.events = max(b.events-1, 0)
 	}
