@@ -144,11 +144,14 @@ type Engine struct {
 	buf, spamBuf, aggBuf []byte
 	hash                 hash.Hash64 // FNV-1a, for objectHash
 	hashBuf              []byte      // the key objectHash hashes
-	now                  int64
-	statesMade           uint64 // states made: part of each name, so that a name is never reused
-	out                  []Emission
-	pending              int // emissions of a restore, returned by the next call
-	Stats                Stats
+	// own is the Event a new state is made of while its strings are copied
+	// (newState): ownStrings reflects on it, and a local would escape.
+	own        k8sevent.Event
+	now        int64
+	statesMade uint64 // states made: part of each name, so that a name is never reused
+	out        []Emission
+	pending    int // emissions of a restore, returned by the next call
+	Stats      Stats
 }
 
 // New makes an engine; cfg must be valid.
@@ -325,17 +328,18 @@ func (e *Engine) newState(l *layout, ev *k8sevent.Event, t int64) *state {
 	keyLen := len(e.buf)
 	e.statesMade++
 	e.buf = strconv.AppendUint(e.buf, e.statesMade, 10)
-	own := ownless(ev)
+	own := &e.own
+	*own = ownless(ev)
 	for _, f := range l.key {
-		*f.of(&own) = "" // copied in the key
+		*f.of(own) = "" // copied in the key
 	}
-	s := ownStrings(e.buf, &own) // the key, the count, then own's other strings
-	if !l.readKey(s[:keyLen], &own) {
+	s := ownStrings(e.buf, own) // the key, the count, then own's other strings
+	if !l.readKey(s[:keyLen], own) {
 		for _, f := range l.key {
-			*f.of(&own) = strings.Clone(*f.of(ev))
+			*f.of(own) = strings.Clone(*f.of(ev))
 		}
 	}
-	st := &state{ev: newStateEvent(&own), l: l, heapIdx: -1, first: t, last: t, seenAt: e.now}
+	st := &state{ev: newStateEvent(own), l: l, heapIdx: -1, first: t, last: t, seenAt: e.now}
 	st.name = k8sevent.GenerateName(ev.Regarding.Name, time.Unix(0, t), s[:len(e.buf)])
 	e.states.add(s[:keyLen], st) // may push a state out: ev and e.buf are not read after
 	return st

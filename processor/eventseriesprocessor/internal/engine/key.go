@@ -8,8 +8,9 @@ import (
 )
 
 // field names one string field of an Event: the fields keys are made of,
-// and those a version 8 snapshot packs (see migrate_v8.go). A field added
-// to the Event needs no entry here unless a key is to hold it.
+// and, fType to lastField in this order, those a version 8 snapshot packs
+// (see migrate_v8.go). A field added to the Event needs no entry here
+// unless a key is to hold it, and then one after lastField.
 type field uint8
 
 const (
