@@ -145,8 +145,9 @@ type Engine struct {
 	hash                 hash.Hash64 // FNV-1a, for objectHash
 	hashBuf              []byte      // the key objectHash hashes
 	// own is the Event a new state is made of while its strings are copied
-	// (newState): ownStrings reflects on it, and a local would escape.
+	// (newState); ownStrs points at its strings.
 	own        k8sevent.Event
+	ownStrs    []*string
 	now        int64
 	statesMade uint64 // states made: part of each name, so that a name is never reused
 	out        []Emission
@@ -157,6 +158,7 @@ type Engine struct {
 // New makes an engine; cfg must be valid.
 func New(cfg Config) (*Engine, error) {
 	e := &Engine{cfg: cfg, series: seriesLayout(cfg.KeyIncludesResourceVersion), hash: fnv.New64a()}
+	e.ownStrs = stringsOf(&e.own)
 	var spamFields []field
 	for _, part := range cfg.SpamKey {
 		switch part {
@@ -333,7 +335,7 @@ func (e *Engine) newState(l *layout, ev *k8sevent.Event, t int64) *state {
 	for _, f := range l.key {
 		*f.of(own) = "" // copied in the key
 	}
-	s := ownStrings(e.buf, own) // the key, the count, then own's other strings
+	s := ownStrings(e.buf, e.ownStrs) // the key, the count, then own's other strings
 	if !l.readKey(s[:keyLen], own) {
 		for _, f := range l.key {
 			*f.of(own) = strings.Clone(*f.of(ev))

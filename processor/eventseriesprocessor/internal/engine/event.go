@@ -10,7 +10,7 @@ import (
 // A state holds the Event of its first occurrence (state.ev), so that the
 // fields of the record contract go on the records no input carries.
 // Observe does not retain its input's strings: a new state copies them,
-// found by reflection once, into one string of its own.
+// found by reflection once per engine, into one string of its own.
 
 // stateEvent is what a state keeps of an Event: every field of
 // k8sevent.Event but those each record of an Event object states of its
@@ -44,58 +44,45 @@ func (s *stateEvent) event() k8sevent.Event {
 		SourceComponent: s.SourceComponent, SourceHost: s.SourceHost}
 }
 
-// stringFields are the paths (field indexes from k8sevent.Event down) of
-// the Event's string fields, in its own structs at any depth.
-var stringFields = stringPaths(reflect.TypeFor[k8sevent.Event](), nil)
-
-func stringPaths(t reflect.Type, at []int) (paths [][]int) {
-	for i := range t.NumField() {
-		f := t.Field(i)
-		path := append(append([]int(nil), at...), i)
-		switch {
-		case !f.IsExported():
-		case f.Type.Kind() == reflect.String:
-			paths = append(paths, path)
-		case f.Type.Kind() == reflect.Struct && f.Type.PkgPath() == t.PkgPath():
-			paths = append(paths, stringPaths(f.Type, path)...)
+// stringsOf points at every string field of ev, in its own structs at
+// any depth, found by reflection: a string field added to the Event is
+// among them.
+func stringsOf(ev *k8sevent.Event) []*string {
+	var ptrs []*string
+	var walk func(v reflect.Value)
+	walk = func(v reflect.Value) {
+		for i := range v.NumField() {
+			f, sf := v.Field(i), v.Type().Field(i)
+			switch {
+			case !sf.IsExported():
+			case f.Kind() == reflect.String:
+				ptrs = append(ptrs, f.Addr().Interface().(*string))
+			case f.Kind() == reflect.Struct && f.Type().PkgPath() == v.Type().PkgPath():
+				walk(f)
+			}
 		}
 	}
-	return paths
+	walk(reflect.ValueOf(ev).Elem())
+	return ptrs
 }
 
-func fieldAt(v reflect.Value, path []int) reflect.Value {
-	for _, i := range path {
-		v = v.Field(i)
-	}
-	return v
-}
-
-// ownStrings makes one string of prefix and every string of ev, points
-// ev's strings at their copies in it, and returns it.
-func ownStrings(prefix []byte, ev *k8sevent.Event) string {
-	v := reflect.ValueOf(ev).Elem()
-	var at [64]reflect.Value // on the stack: the Event has some 30 strings
-	fields := at[:0]
+// ownStrings makes one string of prefix and the strings strs point at,
+// points them at their copies in it, and returns it.
+func ownStrings(prefix []byte, strs []*string) string {
 	n := len(prefix)
-	for _, path := range stringFields {
-		f := fieldAt(v, path)
-		if f.Len() > 0 {
-			fields = append(fields, f)
-			n += f.Len()
-		}
+	for _, p := range strs {
+		n += len(*p)
 	}
 	var b strings.Builder
 	b.Grow(n)
 	b.Write(prefix)
-	for _, f := range fields {
-		b.WriteString(f.String())
+	for _, p := range strs {
+		b.WriteString(*p)
 	}
 	s := b.String()
 	rest := s[len(prefix):]
-	for _, f := range fields {
-		n := f.Len()
-		f.SetString(rest[:n])
-		rest = rest[n:]
+	for _, p := range strs {
+		*p, rest = rest[:len(*p)], rest[len(*p):]
 	}
 	return s
 }
