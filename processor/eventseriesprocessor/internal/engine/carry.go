@@ -1,9 +1,6 @@
 package engine
 
-import (
-	"errors"
-	"fmt"
-)
+import "errors"
 
 // ErrSnapshotSettings: Restore refused a snapshot made under another mode
 // or series.key_ignores_resource_version; Saved and Carry take it.
@@ -19,16 +16,9 @@ var ErrSnapshotSettings = errors.New("snapshot made under other settings")
 // Saved is an engine with the settings snapshot was made under, and e's
 // otherwise, restored from it.
 func (e *Engine) Saved(snapshot []byte) (*Engine, error) {
-	r := &reader{b: snapshot, size: len(snapshot)}
-	if magic := r.str(); magic != snapshotMagic {
-		return nil, errors.New("not an eventseries engine snapshot")
-	}
-	if version := r.uint(); r.err == nil && version != snapshotVersion {
-		return nil, fmt.Errorf("%w: version %d, this build reads version %d", ErrSnapshotVersion, version, snapshotVersion)
-	}
-	flags := r.byte()
-	if r.err != nil {
-		return nil, r.err
+	_, flags, _, err := header(snapshot)
+	if err != nil {
+		return nil, err
 	}
 	cfg := e.cfg
 	cfg.Legacy, cfg.KeyIncludesResourceVersion = flags&1 != 0, flags&2 != 0

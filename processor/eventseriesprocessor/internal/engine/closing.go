@@ -1,7 +1,5 @@
 package engine
 
-import "github.com/k8sevents/otel-k8sevents/internal/k8sevent"
-
 // What happens when an event or series ends (goes idle, is pushed out of
 // the cache, or the engine flushes at shutdown), so that no occurrence is
 // lost and no record is sent that changes nothing.
@@ -21,7 +19,7 @@ import "github.com/k8sevents/otel-k8sevents/internal/k8sevent"
 // isSummary reports whether st is a summary (series mode) or an aggregate
 // (legacy mode): the end of the line, written even if the filter never let
 // one of its records through.
-func isSummary(st *state) bool { return st.packed[0] == aggregateLayout.tag }
+func isSummary(st *state) bool { return st.l == &aggregateLayout }
 
 // closeOut emits the last record of a state that ends (evicting: is pushed
 // out of the cache), or folds it into its summary. A record goes out only
@@ -68,17 +66,14 @@ func (e *Engine) retire(st *state) {
 // summary of its aggregate key, made if needed, and (re)starts the
 // summary's idle timer.
 func (e *Engine) fold(st *state) {
-	var ev k8sevent.Event
-	layoutOf(st, &e.series).unpack(st.packed, &ev)
-	ev.Note = st.note
-	e.buf = aggregateLayout.appendKey(e.buf[:0], &ev)
-	sum, ok := e.states.get(e.buf)
+	ev := st.ev.event()
+	sum, ok := e.states.get(e.stateKey(&aggregateLayout, &ev))
 	if !ok {
 		sum = e.newState(&aggregateLayout, &ev, st.first)
 		sum.aggregated = true
 	}
 	sum.first, sum.last = min(sum.first, st.first), max(sum.last, st.last)
-	sum.note = st.note
+	sum.ev.Note = st.ev.Note
 	sum.count = addCount(sum.count, st.count)
 	sum.seenAt = e.now
 	e.Stats.Folded = addCount(e.Stats.Folded, st.count)

@@ -5,6 +5,7 @@
 package engine
 
 import (
+	"bytes"
 	"fmt"
 	"hash"
 	"hash/fnv"
@@ -54,8 +55,8 @@ type Emission struct {
 	// FromInput: the record is the input record just observed, annotated.
 	// Observe returns at most one such emission (the shell moves the input
 	// record into it).
-	// Otherwise Event holds the rebuilt Event (its strings are only valid
-	// until the engine is called again).
+	// Otherwise Event is the Event of the state the record writes (see
+	// state.ev).
 	FromInput bool
 	Event     k8sevent.Event
 	Kind      int
@@ -103,13 +104,17 @@ type Stats struct {
 }
 
 type state struct {
-	packed   string // layout-packed Event; its first keyLen bytes are the cache key
-	keyLen   int
+	// ev is what its records without an input (heartbeats, ends, flushes)
+	// show: the Event of its first occurrence, less what each record states
+	// of its own (see stateEvent), with the latest occurrence's note.
+	ev stateEvent
+	// l is the layout of its cache key: the series' (legacy: the identical
+	// event's), or aggregateLayout for a summary (legacy: an aggregate).
+	l        *layout
 	name     string
-	note     string // the latest occurrence's note: timer records carry it (packed holds the first's)
-	count    int64  // occurrences
-	emitted  int64  // count of the last emitted record
-	first    int64  // first and latest occurrence (record time), unix ns
+	count    int64 // occurrences
+	emitted  int64 // count of the last emitted record
+	first    int64 // first and latest occurrence (record time), unix ns
 	last     int64
 	seenAt   int64 // engine time of the latest occurrence: idle timers run from it
 	nextBeat int64
@@ -137,19 +142,23 @@ type Engine struct {
 	// Keys being built: one per cache, as building a spam key (emit) may
 	// push a state out whose release builds another.
 	buf, spamBuf, aggBuf []byte
-	hash                 hash.Hash64    // FNV-1a, for objectHash
-	hashBuf              []byte         // the key objectHash hashes
-	scratch              k8sevent.Event // an Event rebuilt from a state, for a moment
-	now                  int64
-	statesMade           uint64 // states made: part of each name, so that a name is never reused
-	out                  []Emission
-	pending              int // emissions of a restore, returned by the next call
-	Stats                Stats
+	hash                 hash.Hash64 // FNV-1a, for objectHash
+	hashBuf              []byte      // the key objectHash hashes
+	// own is the Event a new state is made of while its strings are copied
+	// (newState); ownStrs points at its strings.
+	own        k8sevent.Event
+	ownStrs    []*string
+	now        int64
+	statesMade uint64 // states made: part of each name, so that a name is never reused
+	out        []Emission
+	pending    int // emissions of a restore, returned by the next call
+	Stats      Stats
 }
 
 // New makes an engine; cfg must be valid.
 func New(cfg Config) (*Engine, error) {
 	e := &Engine{cfg: cfg, series: seriesLayout(cfg.KeyIncludesResourceVersion), hash: fnv.New64a()}
+	e.ownStrs = stringsOf(&e.own)
 	var spamFields []field
 	for _, part := range cfg.SpamKey {
 		switch part {
@@ -277,8 +286,7 @@ func (e *Engine) Len() int { return e.states.Len() }
 func (e *Engine) Now() int64 { return e.now }
 
 func (e *Engine) observeSeries(ev *k8sevent.Event, delta, t int64) {
-	e.buf = e.series.appendKey(e.buf[:0], ev)
-	st, ok := e.states.get(e.buf)
+	st, ok := e.states.get(e.stateKey(&e.series, ev))
 	if !ok {
 		st = e.newState(&e.series, ev, t)
 		e.scheduleDue(st)
@@ -305,41 +313,57 @@ func (e *Engine) observeSeries(ev *k8sevent.Event, delta, t int64) {
 	}
 }
 
-// newState adds a state for ev, whose key in layout l e.buf holds. Its
-// Event objects are named after the key and the count of states made,
-// so that a name is never reused and the same stream names the same
-// objects on every run.
+// stateKey builds in e.buf the key of ev's state in layout l: the layout's
+// key less an empty cluster name's (nameKey), as names are made of it.
+// Distinct keys stay distinct: a key parses field by field, so one cut
+// short by the empty cluster name's byte is no other's.
+func (e *Engine) stateKey(l *layout, ev *k8sevent.Event) []byte {
+	e.buf = bytes.TrimSuffix(l.appendKey(e.buf[:0], ev), []byte{0})
+	return e.buf
+}
+
+// newState adds a state for ev, whose key in layout l e.buf holds
+// (stateKey). Its Event objects are named after the key and the count of
+// states made, so that a name is never reused and the same stream names
+// the same objects on every run.
 func (e *Engine) newState(l *layout, ev *k8sevent.Event, t int64) *state {
 	keyLen := len(e.buf)
-	e.buf = l.appendRest(e.buf, ev)
 	e.statesMade++
-	st := &state{packed: string(e.buf), keyLen: keyLen, heapIdx: -1, first: t, last: t, seenAt: e.now}
-	st.name = k8sevent.GenerateName(ev.Regarding.Name, time.Unix(0, t),
-		nameKey(st.packed[:keyLen])+strconv.FormatUint(e.statesMade, 10))
-	st.note = l.field(st.packed, fNote)
-	e.states.add(st.packed[:keyLen], st) // may push a state out: ev is not read after
+	e.buf = strconv.AppendUint(e.buf, e.statesMade, 10)
+	own := &e.own
+	*own = ownless(ev)
+	for _, f := range l.key {
+		*f.of(own) = "" // copied in the key
+	}
+	s := ownStrings(e.buf, e.ownStrs) // the key, the count, then own's other strings
+	if !l.readKey(s[:keyLen], own) {
+		for _, f := range l.key {
+			*f.of(own) = strings.Clone(*f.of(ev))
+		}
+	}
+	st := &state{ev: newStateEvent(own), l: l, heapIdx: -1, first: t, last: t, seenAt: e.now}
+	st.name = k8sevent.GenerateName(ev.Regarding.Name, time.Unix(0, t), s[:len(e.buf)])
+	e.states.add(s[:keyLen], st) // may push a state out: ev and e.buf are not read after
 	return st
 }
 
 func (e *Engine) touch(st *state, ev *k8sevent.Event, t int64) {
 	st.last = max(st.last, t)
 	st.seenAt = e.now
-	if ev.Note != st.note {
-		st.note = strings.Clone(ev.Note) // only when it changes: the hot path repeats one note
+	if ev.Note != st.ev.Note {
+		st.ev.Note = strings.Clone(ev.Note) // only when it changes: the hot path repeats one note
 	}
 }
 
 // emit appends a record of st; filtered ones pass the spam filter first.
 // input is the record being observed, nil for timer records, which carry
-// st's Event rebuilt from its packing (its strings valid until the next
-// call).
+// st's Event.
 func (e *Engine) emit(st *state, kind int, input *k8sevent.Event, filtered bool) bool {
 	em := Emission{FromInput: input != nil, Kind: kind, Name: st.name, Count: st.count, New: st.count - st.emitted,
 		First: st.first, Last: st.last, Aggregated: st.aggregated, At: e.now}
 	ev := input
 	if input == nil {
-		layoutOf(st, &e.series).unpack(st.packed, &em.Event)
-		em.Event.Note = st.note
+		em.Event = st.ev.event()
 		ev = &em.Event
 	}
 	if filtered && !e.allow(ev, st, input != nil && kind == KindLegacy && st.visible) {
@@ -357,15 +381,4 @@ func (e *Engine) emit(st *state, kind int, input *k8sevent.Event, filtered bool)
 	st.visible = true
 	st.emitted = st.count
 	return true
-}
-
-func layoutOf(st *state, series *layout) *layout {
-	switch st.packed[0] {
-	case identicalLayout.tag:
-		return &identicalLayout
-	case aggregateLayout.tag:
-		return &aggregateLayout
-	default:
-		return series
-	}
 }

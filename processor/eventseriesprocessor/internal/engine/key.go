@@ -2,13 +2,15 @@ package engine
 
 import (
 	"encoding/binary"
-	"slices"
 	"strings"
 
 	"github.com/k8sevents/otel-k8sevents/internal/k8sevent"
 )
 
-// field names one string field of an Event.
+// field names one string field of an Event: the fields keys are made of,
+// and, fType to lastField in this order, those a version 8 snapshot packs
+// (see migrate_v8.go). A field added to the Event needs no entry here
+// unless a key is to hold it, and then one after lastField.
 type field uint8
 
 const (
@@ -42,7 +44,7 @@ const (
 // clusterFields end every key: two named clusters' identical objects stay
 // apart. The cluster's uid is not part of any key: the receiver writes it
 // once it could read it, and a record gaining it must stay in its series
-// (it is packed with the other fields, so timer records carry it).
+// (its state's Event holds it, so timer records carry it).
 var clusterFields = []field{fClusterName}
 
 func (f field) of(ev *k8sevent.Event) *string {
@@ -100,30 +102,16 @@ func (f field) of(ev *k8sevent.Event) *string {
 
 var relatedFields = []field{fRelKind, fRelNamespace, fRelName, fRelUID, fRelAPIVersion, fRelFieldPath}
 
-// layout is how one cache packs an Event: a tag byte and the key fields
-// (the cache key is this prefix), then the other fields needed to rebuild
-// the Event for records that no input carries (heartbeats, finishes,
-// flushes). Every field is length-prefixed, so distinct field tuples never
-// share a key (client-go joins with "", where "ab"+"c" meets "a"+"bc").
-// The key's bytes name the Event objects (see newState): they must not
-// change.
+// layout is how one cache keys an Event: a tag byte, then the key fields,
+// each length-prefixed, so distinct field tuples never share a key
+// (client-go joins with "", where "ab"+"c" meets "a"+"bc"). The key's bytes
+// name the Event objects (see newState): they must not change.
 type layout struct {
-	tag  byte
-	key  []field
-	rest []field
+	tag byte
+	key []field
 }
 
-// newLayout puts every field of an Event once in the layout: the key's
-// first, in their order, then the others in field order.
-func newLayout(tag byte, key ...field) layout {
-	l := layout{tag: tag, key: key}
-	for f := fType; f <= lastField; f++ {
-		if !slices.Contains(key, f) {
-			l.rest = append(l.rest, f)
-		}
-	}
-	return l
-}
+func newLayout(tag byte, key ...field) layout { return layout{tag: tag, key: key} }
 
 // seriesLayout is the isomorphic key of events.k8s.io series (client-go
 // tools/events getKey), resourceVersion optional.
@@ -151,12 +139,6 @@ func (l *layout) appendKey(buf []byte, ev *k8sevent.Event) []byte {
 	return appendFields(append(buf, l.tag), ev, l.key)
 }
 
-// appendRest appends the fields of ev that are not in l's key: after
-// appendKey's result, ev's packed form.
-func (l *layout) appendRest(buf []byte, ev *k8sevent.Event) []byte {
-	return appendFields(buf, ev, l.rest)
-}
-
 func appendFields(buf []byte, ev *k8sevent.Event, fields []field) []byte {
 	for _, f := range fields {
 		s := *f.of(ev)
@@ -165,57 +147,29 @@ func appendFields(buf []byte, ev *k8sevent.Event, fields []field) []byte {
 	return buf
 }
 
-// unpack rebuilds into dst the fields packed holds; the strings share its
-// memory. packed must pass check.
-func (l *layout) unpack(packed string, dst *k8sevent.Event) {
-	s := packed[1:]
-	for _, fields := range [2][]field{l.key, l.rest} {
-		for _, f := range fields {
-			*f.of(dst), s = nextField(s)
+// readKey sets ev's key fields of l to their values in key, a key of l
+// less an empty cluster name's byte (see stateKey), sharing its memory.
+// It reports false, having set some, for a key it cannot read so: one
+// whose cluster name ends in a zero byte, which stateKey cut.
+func (l *layout) readKey(key string, ev *k8sevent.Event) bool {
+	s := key[1:]
+	for _, f := range l.key {
+		var ok bool
+		if *f.of(ev), s, ok = nextField(s); !ok {
+			return false
 		}
 	}
+	return s == ""
 }
 
-// field is f's value in packed (a string sharing its memory).
-func (l *layout) field(packed string, f field) (value string) {
-	s := packed[1:]
-	for _, fields := range [2][]field{l.key, l.rest} {
-		for _, g := range fields {
-			if value, s = nextField(s); g == f {
-				return value
-			}
-		}
-	}
-	return ""
-}
-
-// check reports whether packed is a packing of l (what unpack can read)
-// and the length of its key prefix.
-func (l *layout) check(packed string) (keyLen int, ok bool) {
-	if packed == "" || packed[0] != l.tag {
-		return 0, false
-	}
-	s := packed[1:]
-	for i, fields := range [2][]field{l.key, l.rest} {
-		for range fields {
-			n, w := binary.Uvarint([]byte(s[:min(len(s), binary.MaxVarintLen64)]))
-			if w <= 0 || n > uint64(len(s)-w) {
-				return 0, false
-			}
-			s = s[w+int(n):]
-		}
-		if i == 0 {
-			keyLen = len(packed) - len(s)
-		}
-	}
-	return keyLen, s == ""
-}
-
-// nextField splits a checked packing at the end of its next field.
-func nextField(s string) (value, rest string) {
+// nextField splits s at the end of its first length-prefixed field; ok is
+// false if s holds none (an empty s reads as an empty field).
+func nextField(s string) (value, rest string, ok bool) {
 	n, w := binary.Uvarint([]byte(s[:min(len(s), binary.MaxVarintLen64)]))
-	end := w + int(n)
-	return s[w:end], s[end:]
+	if w <= 0 || n > uint64(len(s)-w) {
+		return "", "", s == ""
+	}
+	return s[w : w+int(n)], s[w+int(n):], true
 }
 
 // nameKey is the part of a key that names its Event objects: without the

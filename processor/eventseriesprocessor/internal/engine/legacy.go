@@ -22,12 +22,10 @@ type aggregate struct {
 // event that takes the record is.
 func (e *Engine) observeLegacy(ev *k8sevent.Event, delta, t int64) {
 	l := &identicalLayout
-	e.buf = l.appendKey(e.buf[:0], ev)
-	st, ok := e.states.peek(e.buf)
+	st, ok := e.states.peek(e.stateKey(l, ev))
 	if e.cfg.Aggregation && e.aggregate(ev) {
 		l = &aggregateLayout
-		e.buf = l.appendKey(e.buf[:0], ev)
-		st, ok = e.states.peek(e.buf)
+		st, ok = e.states.peek(e.stateKey(l, ev))
 	}
 	if !ok {
 		st = e.newState(l, ev, t)

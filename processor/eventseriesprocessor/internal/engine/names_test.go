@@ -56,7 +56,8 @@ func TestAggregatesKeepNoteOfTheInput(t *testing.T) {
 // regarding name, its first occurrence and its key (less an empty cluster
 // name) followed by the count of states made, for every layout (series,
 // legacy events and aggregates) and with and without a cluster; the
-// state's packing is its layout's of the record that made it.
+// state's Event is the record that made it, less what each record states
+// of its own.
 func TestNewStateNamesFromItsKey(t *testing.T) {
 	rng := rand.New(rand.NewPCG(14, 25))
 	for _, legacy := range []bool{false, true} {
@@ -77,13 +78,11 @@ func TestNewStateNamesFromItsKey(t *testing.T) {
 			}
 			sts := e.states.values()
 			st := sts[len(sts)-1]
-			key := st.packed[:st.keyLen]
+			key := string(st.l.appendKey(nil, &ev))
 			want := k8sevent.GenerateName(ev.Regarding.Name, time.Unix(0, st.first), nameKey(key)+fmt.Sprint(e.statesMade))
 			require.Equal(t, want, st.name, "legacy=%t record %d", legacy, i)
-			l := layoutOf(st, &e.series)
-			packing := l.appendKey(nil, &ev)
-			require.Equal(t, len(packing), st.keyLen)
-			require.Equal(t, string(l.appendRest(packing, &ev)), st.packed, "legacy=%t record %d", legacy, i)
+			require.Equal(t, nameKey(key), e.states.keyOf(st), "legacy=%t record %d", legacy, i)
+			require.Equal(t, ownless(&ev), st.ev.event(), "legacy=%t record %d", legacy, i)
 		}
 	}
 }

@@ -1,35 +1,21 @@
 package engine
 
 import (
-	"encoding/binary"
+	"bytes"
+	"encoding/gob"
 	"errors"
 	"fmt"
 	"maps"
-	"math"
 	"slices"
 	"strings"
+
+	"github.com/k8sevents/otel-k8sevents/internal/k8sevent"
 )
 
-// The snapshot encoding. Varints are encoding/binary's, strings are
-// length-prefixed; every cache is listed least recently used first:
-//
-//	magic, version
-//	flags (legacy, series key with resourceVersion), spam key, now, made,
-//	         heartbeat_interval (ns)
-//	states:  count, then each: packed Event, name, count, emitted, first,
-//	         last, seenAt, nextBeat, deadline, heap index (-1: none), flags
-//	         (visible, started, aggregated, latest note differs from the
-//	         packed one, counted in its bucket's events), then that note if
-//	         it differs
-//	groups:  count, then each: key, last, notes (count, then each)
-//	buckets: count, then each: key, tokens (float64 bits), last allowed,
-//	         events (legacy: events of the key already written)
-//	totals:  flags (a generation was forgotten), first time forgotten, then
-//	         the recent and the older generation: count, then each by
-//	         ascending key hash (uint64, see objectHash): count, first
-//
-// There is one version: a snapshot of another is refused, and the
-// processor starts empty (see Restore).
+// A snapshot is a header (the magic string, length-prefixed, the format
+// version and the settings flags: legacy, series key with resourceVersion)
+// then, from version 9 on, the gob encoding of snapshot. Version 8 is read
+// by migrate_v8.go into the same structs.
 //
 // Deadlines and heap positions are kept rather than recomputed: a state's
 // deadline may be earlier than its real one (see deadlines), and states
@@ -39,7 +25,7 @@ import (
 // restore (retime).
 const (
 	snapshotMagic   = "eventseries.engine"
-	snapshotVersion = 8
+	snapshotVersion = 9
 )
 
 // SnapshotVersion is the format Snapshot writes.
@@ -48,10 +34,48 @@ const SnapshotVersion = snapshotVersion
 // ErrSnapshotVersion: Restore refused a snapshot of another version.
 var ErrSnapshotVersion = errors.New("snapshot of another version")
 
-const (
-	noteDiffers  = 8  // state flag: the latest note follows
-	inBucketFlag = 16 // state flag: counted in its spam bucket's events
-)
+// snapshot is what an engine keeps across a restart; every cache is listed
+// least recently used first. Its fields are the format: renaming one loses
+// it from the snapshots saved before.
+type snapshot struct {
+	SpamKey           string
+	Now               int64
+	StatesMade        uint64
+	HeartbeatInterval int64
+	States            []savedState
+	Groups            []savedGroup
+	Buckets           []savedBucket
+	Forgot            bool  // the totals forgot a generation
+	ForgotFirst       int64 // the latest first occurrence forgotten
+	Recent, Older     []savedTotal
+}
+
+type savedState struct {
+	Event                                                   k8sevent.Event // state.ev
+	Summary                                                 bool           // keyed by its aggregate key (legacy: an aggregate)
+	Name                                                    string
+	Count, Emitted, First, Last, SeenAt, NextBeat, Deadline int64
+	HeapIndex                                               int64 // -1: not scheduled
+	Visible, Started, Aggregated, InBucket                  bool
+}
+
+type savedGroup struct {
+	Key   string
+	Last  int64
+	Notes []string
+}
+
+type savedBucket struct {
+	Key    string
+	Tokens float64 // at Last
+	Last   int64
+	Events int
+}
+
+type savedTotal struct {
+	Key          uint64 // objectHash
+	Count, First int64
+}
 
 // Snapshot encodes the state of the engine, so that Restore on a new engine
 // continues exactly where this one is. Stats are not in it: they count what
@@ -61,54 +85,31 @@ func (e *Engine) Snapshot() []byte {
 	w.str(snapshotMagic)
 	w.uint(snapshotVersion)
 	w.flags(e.cfg.Legacy, e.cfg.KeyIncludesResourceVersion)
-	w.str(e.spamKey())
-	w.int(e.now)
-	w.uint(e.statesMade)
-	w.int(int64(e.cfg.HeartbeatInterval))
-
-	states := e.states.values()
-	w.uint(uint64(len(states)))
-	for _, st := range states {
-		w.str(st.packed)
-		w.str(st.name)
-		for _, v := range [...]int64{st.count, st.emitted, st.first, st.last, st.seenAt, st.nextBeat, st.deadline, int64(st.heapIdx)} {
-			w.int(v)
-		}
-		differs := st.note != layoutOf(st, &e.series).field(st.packed, fNote)
-		w.flags(st.visible, st.started, st.aggregated, differs, st.inBucket)
-		if differs {
-			w.str(st.note)
-		}
+	s := snapshot{SpamKey: e.spamKey(), Now: e.now, StatesMade: e.statesMade,
+		HeartbeatInterval: int64(e.cfg.HeartbeatInterval), Forgot: e.totals.forgot, ForgotFirst: e.totals.forgotFirst}
+	for _, st := range e.states.values() {
+		s.States = append(s.States, savedState{Event: st.ev.event(), Summary: isSummary(st), Name: st.name,
+			Count: st.count, Emitted: st.emitted, First: st.first, Last: st.last, SeenAt: st.seenAt,
+			NextBeat: st.nextBeat, Deadline: st.deadline, HeapIndex: int64(st.heapIdx),
+			Visible: st.visible, Started: st.started, Aggregated: st.aggregated, InBucket: st.inBucket})
 	}
-	groups := e.aggs.values()
-	w.uint(uint64(len(groups)))
-	for _, a := range groups {
-		w.str(e.aggs.keyOf(a))
-		w.int(a.last)
-		w.uint(uint64(len(a.notes)))
-		for _, n := range a.notes {
-			w.str(n)
-		}
+	for _, a := range e.aggs.values() {
+		s.Groups = append(s.Groups, savedGroup{Key: e.aggs.keyOf(a), Last: a.last, Notes: a.notes})
 	}
-	buckets := e.spam.values()
-	w.uint(uint64(len(buckets)))
-	for _, b := range buckets {
-		w.str(e.spam.keyOf(b))
-		w.b = binary.LittleEndian.AppendUint64(w.b, math.Float64bits(b.tokens()))
-		w.int(b.last)
-		w.uint(uint64(b.events))
+	for _, b := range e.spam.values() {
+		s.Buckets = append(s.Buckets, savedBucket{Key: e.spam.keyOf(b), Tokens: b.tokens(), Last: b.last, Events: b.events})
 	}
-	w.flags(e.totals.forgot)
-	w.int(e.totals.forgotFirst)
-	for _, gen := range []map[uint64]total{e.totals.recent, e.totals.older} {
-		w.uint(uint64(len(gen)))
+	for i, gen := range []map[uint64]total{e.totals.recent, e.totals.older} {
+		into := []*[]savedTotal{&s.Recent, &s.Older}[i]
 		for _, key := range slices.Sorted(maps.Keys(gen)) {
-			w.b = binary.LittleEndian.AppendUint64(w.b, key)
-			w.int(gen[key].count)
-			w.int(gen[key].first)
+			*into = append(*into, savedTotal{Key: key, Count: gen[key].count, First: gen[key].first})
 		}
 	}
-	return w.b
+	buf := bytes.NewBuffer(w.b)
+	if err := gob.NewEncoder(buf).Encode(&s); err != nil {
+		panic(err) // plain structs of a fixed type always encode
+	}
+	return buf.Bytes()
 }
 
 // Restore replaces the engine's state with a snapshot's. It refuses one of
@@ -120,58 +121,77 @@ func (e *Engine) Snapshot() []byte {
 // max_keys keeps the most recently used of each cache: a series that does
 // not fit ends as an eviction does, its records returned by the next call
 // (Stats.RestoreDropped counts what was dropped).
-func (e *Engine) Restore(snapshot []byte) error {
-	if err := e.restore(&reader{b: snapshot, size: len(snapshot)}); err != nil {
+func (e *Engine) Restore(data []byte) error {
+	if err := e.restore(data); err != nil {
 		_ = e.reset() // it succeeded in New with the same configuration
 		return fmt.Errorf("restore eventseries state: %w", err)
 	}
 	return nil
 }
 
-func (e *Engine) restore(r *reader) error {
+// header reads a snapshot's header: its version and settings flags, and
+// what follows.
+func header(data []byte) (version uint64, flags byte, body []byte, err error) {
+	r := &reader{b: data, size: len(data)}
+	if magic := r.str(); magic != snapshotMagic {
+		return 0, 0, nil, errors.New("not an eventseries engine snapshot")
+	}
+	if version = r.uint(); r.err == nil && version != snapshotVersion && version != 8 {
+		return 0, 0, nil, fmt.Errorf("%w: version %d, this build reads version %d", ErrSnapshotVersion, version, snapshotVersion)
+	}
+	flags = r.byte()
+	return version, flags, r.b, r.err
+}
+
+func (e *Engine) restore(data []byte) error {
 	if err := e.reset(); err != nil {
 		return err
 	}
-	if magic := r.str(); magic != snapshotMagic {
-		return errors.New("not an eventseries engine snapshot")
+	version, flags, body, err := header(data)
+	if err != nil {
+		return err
 	}
-	if version := r.uint(); r.err == nil && version != snapshotVersion {
-		return fmt.Errorf("%w: version %d, this build reads version %d", ErrSnapshotVersion, version, snapshotVersion)
-	}
-	flags := r.byte()
-	if legacy := flags&1 != 0; r.err == nil && legacy != e.cfg.Legacy {
+	if legacy := flags&1 != 0; legacy != e.cfg.Legacy {
 		return fmt.Errorf("%w: mode %s, configured %s", ErrSnapshotSettings, modeName(legacy), modeName(e.cfg.Legacy))
 	}
-	if withRV := flags&2 != 0; r.err == nil && !e.cfg.Legacy && withRV != e.cfg.KeyIncludesResourceVersion {
+	if withRV := flags&2 != 0; !e.cfg.Legacy && withRV != e.cfg.KeyIncludesResourceVersion {
 		return fmt.Errorf("%w: series.key_ignores_resource_version %t, configured %t", ErrSnapshotSettings, !withRV, !e.cfg.KeyIncludesResourceVersion)
 	}
-	spamKey := r.str()
-	now, statesMade := r.int(), r.uint()
-	beat := r.int() // the snapshot's heartbeat_interval
-	if r.err == nil && beat <= 0 {
-		return fmt.Errorf("heartbeat interval %d", beat)
+	var s snapshot
+	if version == 8 {
+		err = e.readV8(&reader{b: body, size: len(data)}, &s)
+	} else {
+		in := bytes.NewReader(body)
+		if err = gob.NewDecoder(in).Decode(&s); err == nil && in.Len() > 0 {
+			err = fmt.Errorf("%d bytes after the end", in.Len())
+		}
 	}
-	if err := e.restoreStates(r, now); err != nil {
+	if err != nil {
 		return err
 	}
-	if err := e.restoreGroups(r); err != nil {
+	return e.apply(&s)
+}
+
+// apply makes s the engine's state.
+func (e *Engine) apply(s *snapshot) error {
+	if s.HeartbeatInterval <= 0 {
+		return fmt.Errorf("heartbeat interval %d", s.HeartbeatInterval)
+	}
+	if err := e.restoreStates(s); err != nil {
 		return err
 	}
-	if err := e.restoreBuckets(r, spamKey); err != nil {
+	if err := e.restoreGroups(s.Groups); err != nil {
 		return err
 	}
-	if err := e.restoreTotals(r); err != nil {
+	if err := e.restoreBuckets(s.Buckets, s.SpamKey); err != nil {
 		return err
 	}
-	if r.err == nil && len(r.b) > 0 {
-		return fmt.Errorf("%d bytes after the end", len(r.b))
+	if err := e.restoreTotals(s); err != nil {
+		return err
 	}
-	if r.err != nil {
-		return r.err
-	}
-	e.now, e.statesMade = now, statesMade
+	e.now, e.statesMade = s.Now, s.StatesMade
 	e.fit()
-	e.retime(beat)
+	e.retime(s.HeartbeatInterval)
 	return nil
 }
 
@@ -207,68 +227,56 @@ func (e *Engine) retime(beat int64) {
 	}
 }
 
-// restoreStates reads the states and rebuilds the deadline heap as it was.
+// restoreStates makes the states and rebuilds the deadline heap as it was.
 // Besides what would make the engine panic, it refuses times no engine
 // leaves behind (after every call a started series' next heartbeat is
 // not behind): a heartbeat far behind would emit one record per interval
 // missed.
-func (e *Engine) restoreStates(r *reader, now int64) error {
-	n := r.entries(len(r.b), "series")
+func (e *Engine) restoreStates(s *snapshot) error {
+	n := len(s.States)
 	e.states.resize(max(n, e.cfg.MaxKeys))
-	at := make([]int, 0, n) // heap index of each scheduled state
+	e.due = make(deadlines, 0, n)
 	var scheduled []*state
-	for range n {
-		st := &state{packed: r.str(), name: r.str()}
-		for _, v := range [...]*int64{&st.count, &st.emitted, &st.first, &st.last, &st.seenAt, &st.nextBeat, &st.deadline} {
-			*v = r.int()
-		}
-		idx := r.int()
-		flags := r.byte()
-		st.visible, st.started, st.aggregated = flags&1 != 0, flags&2 != 0, flags&4 != 0
-		if flags&noteDiffers != 0 {
-			st.note = r.str()
-		}
-		st.inBucket = flags&inBucketFlag != 0
-		if r.err != nil {
-			return r.err
-		}
-		l := &e.series
+	for i := range s.States {
+		saved := &s.States[i]
+		st := &state{ev: newStateEvent(&saved.Event), name: saved.Name, count: saved.Count, emitted: saved.Emitted,
+			first: saved.First, last: saved.Last, seenAt: saved.SeenAt, nextBeat: saved.NextBeat,
+			deadline: saved.Deadline, heapIdx: int(saved.HeapIndex), visible: saved.Visible,
+			started: saved.Started, aggregated: saved.Aggregated, inBucket: saved.InBucket}
+		st.l = &e.series
 		switch {
-		case e.cfg.Legacy && st.packed != "":
-			l = layoutOf(st, &identicalLayout) // a tag of neither fails the check
-		case st.packed != "" && st.packed[0] == aggregateLayout.tag:
-			l = &aggregateLayout // a summary
+		case saved.Summary:
+			st.l = &aggregateLayout
+		case e.cfg.Legacy:
+			st.l = &identicalLayout
 		}
-		keyLen, ok := l.check(st.packed)
+		idx := saved.HeapIndex
 		switch {
-		case !ok:
-			return fmt.Errorf("state %d: not a packed Event of this mode", e.states.Len())
 		case st.name == "":
-			return fmt.Errorf("state %d: no name", e.states.Len())
+			return fmt.Errorf("state %d: no name", i)
 		case idx < -1 || idx >= int64(n) || (idx < 0 && !e.cfg.Legacy):
-			return fmt.Errorf("state %d: heap index %d", e.states.Len(), idx)
-		case st.seenAt > now || (!e.cfg.Legacy && st.started && st.nextBeat < now):
-			return fmt.Errorf("state %d: seen at %d, next heartbeat %d, now %d", e.states.Len(), st.seenAt, st.nextBeat, now)
+			return fmt.Errorf("state %d: heap index %d", i, idx)
+		case st.seenAt > s.Now || (!e.cfg.Legacy && st.started && st.nextBeat < s.Now):
+			return fmt.Errorf("state %d: seen at %d, next heartbeat %d, now %d", i, st.seenAt, st.nextBeat, s.Now)
 		}
-		if flags&noteDiffers == 0 {
-			st.note = l.field(st.packed, fNote)
-		}
-		st.keyLen, st.heapIdx = keyLen, -1
-		if !e.states.add(st.packed[:keyLen], st) {
-			return fmt.Errorf("state %d: key twice", e.states.Len())
+		if !e.states.add(string(e.stateKey(st.l, &saved.Event)), st) {
+			return fmt.Errorf("state %d: key twice", i)
 		}
 		if idx >= 0 {
-			scheduled, at = append(scheduled, st), append(at, int(idx))
+			scheduled = append(scheduled, st)
 		}
 	}
-	e.due = make(deadlines, len(scheduled))
-	for i, st := range scheduled {
-		if at[i] >= len(e.due) || e.due[at[i]] != nil {
-			return fmt.Errorf("heap index %d out of place", at[i])
+	e.due = e.due[:len(scheduled)]
+	for _, st := range scheduled {
+		if st.heapIdx >= len(e.due) || e.due[st.heapIdx] != nil {
+			return fmt.Errorf("heap index %d out of place", st.heapIdx)
 		}
-		e.due[at[i]], st.heapIdx = st, at[i]
+		e.due[st.heapIdx] = st
 	}
 	for i := 1; i < len(e.due); i++ {
+		if e.due[i] == nil {
+			return fmt.Errorf("heap index %d out of place", i)
+		}
 		if e.due.Less(i, (i-1)/2) {
 			return fmt.Errorf("deadline heap out of order at %d", i)
 		}
@@ -276,34 +284,28 @@ func (e *Engine) restoreStates(r *reader, now int64) error {
 	return nil
 }
 
-func (e *Engine) restoreGroups(r *reader) error {
-	n := r.entries(len(r.b), "aggregation groups")
-	e.aggs.resize(max(n, e.cfg.MaxKeys))
-	for range n {
-		key, a := r.str(), &aggregate{last: r.int()}
-		for range r.entries(len(r.b), "notes") {
-			a.notes = append(a.notes, r.str())
-		}
+func (e *Engine) restoreGroups(groups []savedGroup) error {
+	e.aggs.resize(max(len(groups), e.cfg.MaxKeys))
+	for _, g := range groups {
+		a := &aggregate{last: g.Last, notes: g.Notes}
 		if keep := e.cfg.AggregateMaxEvents - 1; e.cfg.Aggregation && len(a.notes) > keep {
 			a.notes = a.notes[len(a.notes)-keep:] // max_events was lowered: the least recently seen go
 		}
-		if r.err == nil && !e.aggs.add(key, a) {
-			return fmt.Errorf("aggregation group %q twice", key)
+		if !e.aggs.add(g.Key, a) {
+			return fmt.Errorf("aggregation group %q twice", g.Key)
 		}
 	}
 	return nil
 }
 
-func (e *Engine) restoreTotals(r *reader) error {
-	e.totals.forgot, e.totals.forgotFirst = r.byte()&1 != 0, r.int()
-	for _, gen := range []map[uint64]total{e.totals.recent, e.totals.older} {
-		for range r.entries(len(r.b)/10, "totals") {
-			key := r.u64()
-			t := total{count: r.int(), first: r.int()}
-			if _, recent, older := e.totals.get(key); r.err == nil && (recent || older) {
-				return fmt.Errorf("total of key hash %#x twice", key)
+func (e *Engine) restoreTotals(s *snapshot) error {
+	e.totals.forgot, e.totals.forgotFirst = s.Forgot, s.ForgotFirst
+	for i, gen := range []map[uint64]total{e.totals.recent, e.totals.older} {
+		for _, t := range [][]savedTotal{s.Recent, s.Older}[i] {
+			if _, recent, older := e.totals.get(t.Key); recent || older {
+				return fmt.Errorf("total of key hash %#x twice", t.Key)
 			}
-			gen[key] = t
+			gen[t.Key] = total{count: t.Count, first: t.First}
 		}
 	}
 	return nil

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -202,7 +204,8 @@ func TestRestoreRefusesWhatItCannotContinue(t *testing.T) {
 	}{
 		{"empty", "not an eventseries engine snapshot", cfg, nil},
 		{"garbage", "not an eventseries engine snapshot", cfg, []byte("{\"version\": 1}")},
-		{"another version", "snapshot of another version: version 9, this build reads version 8", cfg, newer},
+		{"another version", fmt.Sprintf("snapshot of another version: version %d, this build reads version %d",
+			snapshotVersion+1, snapshotVersion), cfg, newer},
 		{"other mode", "snapshot made under other settings: mode series, configured legacy", legacy, snap},
 		{"other series key", "key_ignores_resource_version true, configured false", rv, snap},
 		{"trailing bytes", "bytes after the end", cfg, append(append([]byte(nil), snap...), 0)},
@@ -316,5 +319,27 @@ func TestSpamBucketsRestoreExactly(t *testing.T) {
 	assert.Equal(t, before.last, after.last)
 	for _, at := range []time.Time{t0, t0.Add(7 * time.Second), t0.Add(time.Minute), t0.Add(time.Hour)} {
 		assert.Equal(t, before.lim.TokensAt(at), after.lim.TokensAt(at), "at %v", at)
+	}
+}
+
+// TestVersion8SnapshotsMigrate: the version 8 state the processor's tests
+// keep restores, snapshots as this version and restores again to the same;
+// every prefix of it is refused and every one-byte change of it is refused
+// or restores an engine that works.
+func TestVersion8SnapshotsMigrate(t *testing.T) {
+	v8, err := os.ReadFile(filepath.Join("..", "..", "testdata", "saved", "v8", "engine"))
+	require.NoError(t, err)
+	cfg := defaults()
+	e := newTester(t, cfg).e
+	require.NoError(t, e.Restore(v8))
+	require.Positive(t, e.Len())
+	exercise(t, cfg, v8)
+	for n := range len(v8) {
+		require.Error(t, newTester(t, cfg).e.Restore(v8[:n]), "prefix of %d bytes", n)
+	}
+	for i := range v8 {
+		data := append([]byte(nil), v8...)
+		data[i] ^= []byte{0x01, 0x80, 0xff}[i%3]
+		exercise(t, cfg, data)
 	}
 }

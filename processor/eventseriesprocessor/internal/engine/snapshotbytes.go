@@ -1,7 +1,8 @@
 package engine
 
-// The bytes of a snapshot: writer appends varints, length-prefixed strings
-// and flag bytes; reader reads them back and remembers the first failure.
+// The bytes of a snapshot's header and of a version 8 snapshot: writer
+// appends varints, length-prefixed strings and flag bytes; reader reads
+// them back and remembers the first failure.
 
 import (
 	"encoding/binary"
@@ -11,7 +12,6 @@ import (
 type writer struct{ b []byte }
 
 func (w *writer) uint(v uint64) { w.b = binary.AppendUvarint(w.b, v) }
-func (w *writer) int(v int64)   { w.b = binary.AppendVarint(w.b, v) }
 
 func (w *writer) str(s string) {
 	w.uint(uint64(len(s)))

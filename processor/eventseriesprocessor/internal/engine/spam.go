@@ -60,9 +60,8 @@ func (e *Engine) bucketOf(ev *k8sevent.Event) *bucket {
 // release takes st, which left the cache, out of its bucket's events.
 func (e *Engine) release(st *state) {
 	st.inBucket = false
-	ev := &e.scratch
-	layoutOf(st, &e.series).unpack(st.packed, ev)
-	e.spamBuf = e.spamLayout.appendKey(e.spamBuf[:0], ev)
+	ev := st.ev.event()
+	e.spamBuf = e.spamLayout.appendKey(e.spamBuf[:0], &ev)
 	if b, ok := e.spam.peek(e.spamBuf); ok {
 		b.events = max(b.events-1, 0)
 	}
@@ -99,25 +98,22 @@ func (b *bucket) tokens() float64 {
 	return t
 }
 
-// restoreBuckets reads the spam buckets of a snapshot (format in
-// snapshot.go); those of another spam key are read and dropped.
-func (e *Engine) restoreBuckets(r *reader, spamKey string) error {
+// restoreBuckets makes the spam buckets of a snapshot; those of another
+// spam key are dropped.
+func (e *Engine) restoreBuckets(buckets []savedBucket, spamKey string) error {
 	keep := e.cfg.SpamFilter && spamKey == e.spamKey()
-	n := r.entries(len(r.b), "spam buckets")
-	e.spam.resize(max(n, e.cfg.MaxKeys))
-	for range n {
-		key, tokens, last := r.str(), math.Float64frombits(r.u64()), r.int()
-		events := min(r.uint(), uint64(e.states.Len()))
-		if r.err == nil && !(tokens >= 0) {
-			return fmt.Errorf("spam bucket %q holds %g tokens", key, tokens)
+	e.spam.resize(max(len(buckets), e.cfg.MaxKeys))
+	for _, saved := range buckets {
+		if !(saved.Tokens >= 0) {
+			return fmt.Errorf("spam bucket %q holds %g tokens", saved.Key, saved.Tokens)
 		}
-		if r.err != nil || !keep {
+		if !keep {
 			continue
 		}
-		b := &bucket{events: int(events)}
-		b.set(e.cfg.SpamQPS, e.cfg.SpamBurst, tokens, last)
-		if !e.spam.add(key, b) {
-			return fmt.Errorf("spam bucket %q twice", key)
+		b := &bucket{events: min(max(saved.Events, 0), e.states.Len())}
+		b.set(e.cfg.SpamQPS, e.cfg.SpamBurst, saved.Tokens, saved.Last)
+		if !e.spam.add(saved.Key, b) {
+			return fmt.Errorf("spam bucket %q twice", saved.Key)
 		}
 	}
 	return nil
