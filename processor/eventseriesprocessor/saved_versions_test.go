@@ -138,3 +138,33 @@ func readSavedState(t *testing.T, h host, dir string) {
 		require.NoError(t, client.Set(context.Background(), key, v))
 	}
 }
+
+// TestMigrationSurvivesAFailedSaveAndACrash: the save that would replace a
+// version-8 state fails (the volume refuses writes), then the collector is
+// killed: the next start still finds the version-8 state and its log, and
+// writes exactly what a start on it writes.
+func TestMigrationSurvivesAFailedSaveAndACrash(t *testing.T) {
+	h, stop := fileStorage(t, t.TempDir())
+	runUntilKilled(t, h)
+	want := runAfterRestart(t, h)
+	stop()
+
+	h, stop = fileStorage(t, t.TempDir())
+	defer stop()
+	readSavedState(t, h, filepath.Join("testdata", "saved", "v8"))
+	refusing := &faultStorage{Extension: h[storageID].(storage.Extension)}
+	refusing.fail(0, -1) // every batch that writes
+	now := t0.Add(time.Hour + 2*time.Minute)
+	r := startRunAt(t, host{storageID: refusing}, nil, savedClock(&now))
+	require.ErrorIs(t, r.p.save(context.Background()), errDiskFull)
+	crash(t, r.p)
+
+	client := storageClient(t, h)
+	v, err := client.Get(context.Background(), v8EngineKey)
+	require.NoError(t, err)
+	require.NotNil(t, v, "the version-8 state is still there")
+	require.NoError(t, client.Close(context.Background()))
+	got := runAfterRestart(t, h)
+	assert.Equal(t, want.counts, got.counts, "counts written per object after the restart")
+	assert.Equal(t, want.states, got.states, "series states per object")
+}
