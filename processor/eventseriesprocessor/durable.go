@@ -31,9 +31,10 @@ type saved struct {
 	LogFrom uint64        // the first log entry Engine does not cover
 }
 
+// savedResend is a batch remembered for its sender's resend (resend.go).
 type savedResend struct {
-	Digest batchDigest
-	Until  int64
+	Digest batchDigest // SHA-256 of the batch as logged
+	Until  int64       // processing clock, ns: remembered until then
 }
 
 func (s *saved) encode() ([]byte, error) {

@@ -3,6 +3,7 @@ package eventseriesprocessor // import "github.com/k8sevents/otel-k8sevents/proc
 import (
 	"context"
 	"crypto/sha256"
+	"slices"
 	"time"
 
 	"go.opentelemetry.io/collector/client"
@@ -43,14 +44,9 @@ const (
 
 type batchDigest = [sha256.Size]byte
 
-type resend struct {
-	digest batchDigest
-	until  int64 // processing clock, ns: remembered until then
-}
-
 // resendMemory is the batches remembered, oldest first; guarded by p.mu.
 type resendMemory struct {
-	fifo  []resend
+	fifo  []savedResend // as saved
 	until map[batchDigest]int64
 }
 
@@ -62,7 +58,7 @@ func (m *resendMemory) add(d batchDigest, until, now int64) {
 	if m.until == nil {
 		m.until = map[batchDigest]int64{}
 	}
-	m.fifo = append(m.fifo, resend{digest: d, until: until})
+	m.fifo = append(m.fifo, savedResend{Digest: d, Until: until})
 	m.until[d] = max(m.until[d], until)
 	m.prune(now)
 }
@@ -70,9 +66,9 @@ func (m *resendMemory) add(d batchDigest, until, now int64) {
 // prune forgets what expired by now, and the oldest past maxResends.
 func (m *resendMemory) prune(now int64) {
 	n := 0
-	for n < len(m.fifo) && (m.fifo[n].until <= now || len(m.fifo)-n > maxResends) {
-		if r := m.fifo[n]; m.until[r.digest] == r.until {
-			delete(m.until, r.digest)
+	for n < len(m.fifo) && (m.fifo[n].Until <= now || len(m.fifo)-n > maxResends) {
+		if r := m.fifo[n]; m.until[r.Digest] == r.Until {
+			delete(m.until, r.Digest)
 		}
 		n++
 	}
@@ -90,11 +86,7 @@ func (m *resendMemory) match(d batchDigest, now int64) bool {
 // saved is the memory as a save keeps it at now, oldest first.
 func (m *resendMemory) saved(now int64) []savedResend {
 	m.prune(now)
-	out := make([]savedResend, len(m.fifo))
-	for i, r := range m.fifo {
-		out[i] = savedResend{Digest: r.digest, Until: r.until}
-	}
-	return out
+	return slices.Clone(m.fifo)
 }
 
 // isResend reports whether entry (walEntryOf; nil: not logged) repeats a
