@@ -81,7 +81,7 @@ func benchEventsV1(b *testing.B, name string) *eventsv1.Event {
 	ev := record(name, k8sevent.StateSingleton, 1, t0)
 	cfg := createDefaultConfig()
 	cfg.ReportingController = "k8sevents.io/exporter"
-	if err := newWriter(nil, k8sevent.APIEventsV1, cfg, "bench").prepare(&ev, "bench"); err != nil {
+	if err := newWriter(nil, k8sevent.APIEventsV1, cfg, "bench").prepare(&ev); err != nil {
 		b.Fatal(err)
 	}
 	out := ev.ToEventsV1()

@@ -201,7 +201,7 @@ func (e *k8seventsExporter) prepareOne(ctx context.Context, rl plog.ResourceLogs
 		e.permanent(ctx, "invalid", errors.New("record carries no Event"))
 		return nil
 	}
-	if err := e.w.prepare(&ev, e.instance); err != nil {
+	if err := e.w.prepare(&ev); err != nil {
 		reason := "invalid"
 		if errors.Is(err, errNamespace) {
 			reason = "namespace"

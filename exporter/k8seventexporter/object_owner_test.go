@@ -37,7 +37,7 @@ func preparedAs(t *testing.T, api string, ev k8sevent.Event) k8sevent.Event {
 	t.Helper()
 	cfg := createDefaultConfig()
 	cfg.ReportingController = "k8sevents.io/exporter"
-	require.NoError(t, newWriter(nil, api, cfg, "test").prepare(&ev, "test"))
+	require.NoError(t, newWriter(nil, api, cfg, "test").prepare(&ev))
 	return ev
 }
 

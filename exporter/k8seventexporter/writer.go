@@ -56,7 +56,7 @@ type writer struct {
 	cs     kubernetes.Interface
 	sink   eventSink // the chosen API's writes
 	cfg    *Config
-	self   string                       // this exporter's reporting instance (see create)
+	self   string                       // this exporter's reporting instance
 	mu     sync.Mutex                   // guards known; never held across an API call
 	known  *simplelru.LRU[string, held] // namespace/name -> what the API server holds
 	shared *adoption                    // adopt_open_series; nil: off
@@ -139,7 +139,7 @@ func (w *writer) learn(ctx context.Context, controller string, pageSize int64) (
 
 // prepare repairs and completes ev for the API, or says why it cannot be
 // written (a permanent error).
-func (w *writer) prepare(ev *k8sevent.Event, instance string) error {
+func (w *writer) prepare(ev *k8sevent.Event) error {
 	if _, fatal := k8sevent.Sanitize(ev, time.Now()); fatal != 0 {
 		return consumererror.NewPermanent(fmt.Errorf("invalid event record (%s)", fatal))
 	}
@@ -158,7 +158,7 @@ func (w *writer) prepare(ev *k8sevent.Event, instance string) error {
 		ev.ReportingController = "k8sevents.io/exporter"
 	}
 	if ev.ReportingInstance == "" || w.cfg.OverrideReporting && w.cfg.ReportingController != "" && !w.cfg.KeepRecordInstance {
-		ev.ReportingInstance = instance
+		ev.ReportingInstance = w.self
 	}
 	if w.cfg.OverrideReporting && w.cfg.ReportingController != "" {
 		// kubectl describe shows source.component before the reporting
