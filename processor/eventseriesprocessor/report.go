@@ -60,29 +60,6 @@ type reported struct {
 	restoreDropped                                  int64
 }
 
-// byFilter splits the records the engine wrote, which it counts by kind
-// (Out), by the spam filter's decision: exempt (no token: Unfiltered) or
-// passed. Which kinds take a token follows from where the engine writes
-// them: a started record always does, a finished one never; an ongoing
-// record is a heartbeat (filtered: Heartbeats counts those written) or a
-// count flushed at shutdown (exempt). The other exempt records are
-// singletons in series mode (summaries of one occurrence, invisible
-// singletons evicted or flushed) and count updates in legacy mode (written
-// at the end without a token when none was free), one mode per engine.
-func byFilter(s *engine.Stats) (passed, exempt [len(engine.KindNames)]int64) {
-	exempt[engine.KindFinished] = s.Out[engine.KindFinished]
-	exempt[engine.KindOngoing] = max(s.Out[engine.KindOngoing]-s.Heartbeats, 0)
-	rest := s.Unfiltered - exempt[engine.KindFinished] - exempt[engine.KindOngoing]
-	for _, kind := range []int{engine.KindSingleton, engine.KindLegacy} {
-		exempt[kind] = min(max(rest, 0), s.Out[kind])
-		rest -= exempt[kind]
-	}
-	for kind := range passed {
-		passed[kind] = s.Out[kind] - exempt[kind]
-	}
-	return passed, exempt
-}
-
 // report adds to the metrics what the engine counted since the last report.
 // The engine's counts only grow: one that went down wrapped past MaxInt64.
 // Counters saturate at maxMetric; they never wrap.
@@ -103,22 +80,13 @@ func (p *eventSeriesProcessor) report(ctx context.Context, c *problemCounts) {
 	add(tb.ProcessorEventseriesMergedOccurrences, s.Compressed, &last.compressed, into("series"))
 	add(tb.ProcessorEventseriesMergedOccurrences, s.Folded, &last.folded, into("summary"))
 
-	// byFilter's split is derived: one going down is not a count that
-	// wrapped but a record the split put elsewhere before (the engine wrote
-	// one where byFilter does not expect it); it is not added again.
-	derived := func(counter metric.Int64Counter, now int64, before *int64, attrs ...attribute.KeyValue) {
-		if now >= *before {
-			add(counter, now, before, attrs...)
-		}
-	}
-	passed, exempt := byFilter(s)
 	for kind, name := range engine.KindNames {
 		if name == "" {
 			name = "legacy"
 		}
 		state := attribute.String("state", name)
-		derived(tb.ProcessorEventseriesRecords, passed[kind], &last.passed[kind], state, attribute.String("filter", "passed"))
-		derived(tb.ProcessorEventseriesRecords, exempt[kind], &last.exempt[kind], state, attribute.String("filter", "exempt"))
+		add(tb.ProcessorEventseriesRecords, s.Out[kind]-s.OutUnfiltered[kind], &last.passed[kind], state, attribute.String("filter", "passed"))
+		add(tb.ProcessorEventseriesRecords, s.OutUnfiltered[kind], &last.exempt[kind], state, attribute.String("filter", "exempt"))
 	}
 	add(tb.ProcessorEventseriesRecords, s.SpamDropped, &last.held, attribute.String("filter", "held"))
 

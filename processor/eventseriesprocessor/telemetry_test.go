@@ -41,7 +41,7 @@ func TestMetricAttributesAreDeclared(t *testing.T) {
 }
 
 // TestRecordsByFilter: the records metric splits the records written by
-// the spam filter's decision from the engine's counts (byFilter); the split
+// the spam filter's decision, as the engine counts them by kind; the split
 // matches the records the processor wrote, in series mode (heartbeats,
 // evictions and a shutdown flush included) and in legacy mode, and held
 // records are the spam filter's.

@@ -96,8 +96,10 @@ type Stats struct {
 	// max_keys, least recently used first (their series end as evictions).
 	RestoreDropped int64
 	// Unfiltered counts records written without a token: ends of series,
-	// summaries, last counts that found no token, evictions, shutdown.
-	Unfiltered int64
+	// summaries, last counts that found no token, evictions, shutdown;
+	// OutUnfiltered the same by kind (each at most Out's).
+	Unfiltered    int64
+	OutUnfiltered [numKinds]int64
 	// Folded counts occurrences of events no record showed, added to the
 	// summary of their aggregate key when they ended.
 	Folded int64
@@ -372,6 +374,7 @@ func (e *Engine) emit(st *state, kind int, input *k8sevent.Event, filtered bool)
 	}
 	if !filtered {
 		e.Stats.Unfiltered++
+		e.Stats.OutUnfiltered[kind]++
 	}
 	if st.aggregated {
 		em.Note = AggregatePrefix + ev.Note
