@@ -173,9 +173,10 @@ func (p *eventSeriesProcessor) runSaves() {
 	}
 }
 
-// save writes the engine's snapshot and the records waiting for the next
-// consumer to storage, in one batch, if they changed since the last save.
-// Both are taken under p.mu, which is never held across a call to the next
+// save writes the saved state (durable.go: the engine's snapshot, the
+// records waiting for the next consumer, the resend memory, where the log
+// starts) to storage, if it changed since the last save. It is taken
+// under p.mu, which is never held across a call to the next
 // consumer: a blocked one does not hold up saves. The write runs outside
 // the lock: records keep flowing meanwhile.
 //
@@ -195,12 +196,26 @@ func (p *eventSeriesProcessor) save(ctx context.Context) error {
 	v8 := p.v8Layout
 	p.dirty = false
 	p.mu.Unlock()
-	b, err := st.encode()
-	if err != nil {
+	if err := p.write(ctx, &st, walOps, v8); err != nil {
 		p.mu.Lock()
-		p.dirty = true
+		p.dirty = true // the next save writes it all again
 		p.mu.Unlock()
 		p.stateError(ctx, "save")
+		return err
+	}
+	p.mu.Lock()
+	p.v8Layout = p.v8Layout && !v8
+	p.truncated(covered, logBytes)
+	p.mu.Unlock()
+	p.stateEvent(ctx, "save", "ok")
+	return nil
+}
+
+// write stores st with the log's truncation walOps in one storage batch,
+// deleting the keys of a version-8 state (v8) in it too.
+func (p *eventSeriesProcessor) write(ctx context.Context, st *saved, walOps []*storage.Operation, v8 bool) error {
+	b, err := st.encode()
+	if err != nil {
 		return fmt.Errorf("eventseries: %w", err)
 	}
 	ops := append([]*storage.Operation{storage.SetOperation(savedKey, b)}, walOps...)
@@ -210,17 +225,8 @@ func (p *eventSeriesProcessor) save(ctx context.Context) error {
 		}
 	}
 	if err := p.store.Batch(ctx, ops...); err != nil {
-		p.mu.Lock()
-		p.dirty = true
-		p.mu.Unlock()
-		p.stateError(ctx, "save")
 		return fmt.Errorf("eventseries: save the state (%d bytes) to storage %q: %w", len(b), p.cfg.Storage, err)
 	}
-	p.mu.Lock()
-	p.v8Layout = p.v8Layout && !v8
-	p.truncated(covered, logBytes)
-	p.mu.Unlock()
-	p.stateEvent(ctx, "save", "ok")
 	return nil
 }
 

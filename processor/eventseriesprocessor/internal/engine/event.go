@@ -18,8 +18,8 @@ import (
 // processor writes), which its records state from the state. A field
 // added to k8sevent.Event goes here and in the two functions below, or
 // timer records drop it: TestTimerRecordsCarryEveryField fails until it
-// does. (The whole Event would need no such line, at some 200 bytes more
-// per state than the retained heap budget has.)
+// does. The whole Event would need no such line, but its per-record
+// fields are more than the retained-heap budget per open series allows.
 type stateEvent struct {
 	Namespace                   string
 	Type, Reason, Action, Note  string
@@ -88,8 +88,8 @@ func ownStrings(prefix []byte, strs []*string) string {
 }
 
 // ownless is ev without what each record of an Event object states of its
-// own, and without the related object's resourceVersion, which timer
-// records have never carried.
+// own, and without the related object's resourceVersion: timer records
+// leave it out, as the output goldens hold.
 func ownless(ev *k8sevent.Event) k8sevent.Event {
 	s := newStateEvent(ev)
 	s.Related.ResourceVersion = ""
