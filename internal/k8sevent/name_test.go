@@ -128,6 +128,8 @@ func TestGenerateNameIsUnchangedAndValid(t *testing.T) {
 		}
 		got := GenerateName(name, first, string(key))
 		require.Equal(t, generateNameReference(name, first, string(key)), got, "%q at %d", name, ns)
+		inPlace := append([]byte("prefix"), key...) // the key is dst's own bytes
+		require.Equal(t, "prefix"+string(key)+got, string(AppendName(inPlace, name, first, inPlace[len("prefix"):])))
 		require.Empty(t, validation.IsDNS1123Subdomain(got), got)
 	}
 }

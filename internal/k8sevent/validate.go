@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
-	"io"
 	"strconv"
 	"strings"
 	"time"
@@ -123,23 +122,37 @@ func Truncate(s string, n int) string {
 // same name, so a restored series and an earlier version's objects keep
 // theirs.
 func GenerateName(regardingName string, first time.Time, key string) string {
+	return string(AppendName(nil, regardingName, first, []byte(key)))
+}
+
+// AppendName appends GenerateName's name to dst. key may be dst's own
+// bytes: it is hashed before dst grows.
+func AppendName(dst []byte, regardingName string, first time.Time, key []byte) []byte {
 	fnv32a := fnv.New32a()
-	_, _ = io.WriteString(fnv32a, key)
+	_, _ = fnv32a.Write(key)
 	h := fnv32a.Sum32()
 	ns := uint64(first.UnixNano())
-	var name strings.Builder
-	name.Grow(len(regardingName) + 1 + 16 + 8)
-	name.WriteString(regardingName)
-	name.WriteByte('.')
 	var digits [16]byte
-	name.Write(strconv.AppendUint(digits[:0], ns, 16))
-	hash := strconv.AppendUint(digits[:0], uint64(h), 16)
-	name.WriteString("00000000"[len(hash):]) // %08x
-	name.Write(hash)
-	if len(validation.IsDNS1123Subdomain(name.String())) == 0 {
-		return name.String()
+	hexTime := strconv.AppendUint(digits[:0], ns, 16)
+	// The time and hash are a DNS label ([0-9a-f]+): the name is a DNS-1123
+	// subdomain exactly when the regarding name is one and the whole fits.
+	if len(regardingName)+1+len(hexTime)+8 <= validation.DNS1123SubdomainMaxLength &&
+		len(validation.IsDNS1123Subdomain(regardingName)) == 0 {
+		dst = append(append(append(dst, regardingName...), '.'), hexTime...)
+	} else {
+		dst = appendHex(append(dst, "event."...), ns, 16)
 	}
-	return fmt.Sprintf("event.%016x%08x", ns, h)
+	return appendHex(dst, uint64(h), 8)
+}
+
+// appendHex appends v in hex, zero-padded to width digits.
+func appendHex(dst []byte, v uint64, width int) []byte {
+	var digits [16]byte
+	hex := strconv.AppendUint(digits[:0], v, 16)
+	for range width - len(hex) {
+		dst = append(dst, '0')
+	}
+	return append(dst, hex...)
 }
 
 // Validate reports what the API server would reject in a create of ev with

@@ -332,19 +332,21 @@ func (e *Engine) newState(l *layout, ev *k8sevent.Event, t int64) *state {
 	keyLen := len(e.buf)
 	e.statesMade++
 	e.buf = strconv.AppendUint(e.buf, e.statesMade, 10)
+	named := len(e.buf)
+	e.buf = k8sevent.AppendName(e.buf, ev.Regarding.Name, time.Unix(0, t), e.buf)
 	own := &e.own
 	*own = ownless(ev)
 	for _, f := range l.key {
 		*f.of(own) = "" // copied in the key
 	}
-	s := ownStrings(e.buf, e.ownStrs) // the key, the count, then own's other strings
+	s := ownStrings(e.buf, e.ownStrs) // the key, the count, the name, then own's other strings
 	if !l.readKey(s[:keyLen], own) {
 		for _, f := range l.key {
 			*f.of(own) = strings.Clone(*f.of(ev))
 		}
 	}
 	st := &state{ev: newStateEvent(own), l: l, heapIdx: -1, first: t, last: t, seenAt: e.now}
-	st.name = k8sevent.GenerateName(ev.Regarding.Name, time.Unix(0, t), s[:len(e.buf)])
+	st.name = s[named:len(e.buf)]
 	e.states.add(s[:keyLen], st) // may push a state out: ev and e.buf are not read after
 	return st
 }
