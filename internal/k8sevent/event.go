@@ -102,6 +102,40 @@ type Event struct {
 	NewOccurrences int64
 }
 
+// Description is what an Event says happened, to which object and by
+// whom: every field of Event but the Event object's name and uid, its
+// counts and times, and what the eventseries processor writes. Every
+// record of one series states it alike, so a series keeps it and states
+// it on the records no input carries (heartbeats, finishes). A field added
+// to Event is added here and in the two functions below unless each Event
+// object states it of its own; the processor's TestTimerRecordsCarryEveryField
+// fails until it is.
+type Description struct {
+	Namespace                   string
+	Type, Reason, Action, Note  string
+	Regarding, Related          ObjectRef
+	Cluster                     Cluster
+	ReportingController         string
+	ReportingInstance           string
+	SourceComponent, SourceHost string
+}
+
+// Description is e's Description.
+func (e *Event) Description() Description {
+	return Description{Namespace: e.Namespace, Type: e.Type, Reason: e.Reason, Action: e.Action, Note: e.Note,
+		Regarding: e.Regarding, Related: e.Related, Cluster: e.Cluster,
+		ReportingController: e.ReportingController, ReportingInstance: e.ReportingInstance,
+		SourceComponent: e.SourceComponent, SourceHost: e.SourceHost}
+}
+
+// Event is an Event of d alone, every other field zero.
+func (d *Description) Event() Event {
+	return Event{Namespace: d.Namespace, Type: d.Type, Reason: d.Reason, Action: d.Action, Note: d.Note,
+		Regarding: d.Regarding, Related: d.Related, Cluster: d.Cluster,
+		ReportingController: d.ReportingController, ReportingInstance: d.ReportingInstance,
+		SourceComponent: d.SourceComponent, SourceHost: d.SourceHost}
+}
+
 // ObjectNamespace is the namespace the Event object lives in: its own when
 // set, else the regarding object's, else "default" (cluster-scoped objects),
 // as client-go's recorders choose it.

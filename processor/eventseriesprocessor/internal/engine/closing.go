@@ -66,7 +66,7 @@ func (e *Engine) retire(st *state) {
 // summary of its aggregate key, made if needed, and (re)starts the
 // summary's idle timer.
 func (e *Engine) fold(st *state) {
-	ev := st.ev.event()
+	ev := st.ev.Event()
 	sum, ok := e.states.get(e.stateKey(&aggregateLayout, &ev))
 	if !ok {
 		sum = e.newState(&aggregateLayout, &ev, st.first)

@@ -108,8 +108,8 @@ type Stats struct {
 type state struct {
 	// ev is what its records without an input (heartbeats, ends, flushes)
 	// show: the Event of its first occurrence, less what each record states
-	// of its own (see stateEvent), with the latest occurrence's note.
-	ev stateEvent
+	// of its own (see k8sevent.Description), with the latest occurrence's note.
+	ev k8sevent.Description
 	// l is the layout of its cache key: the series' (legacy: the identical
 	// event's), or aggregateLayout for a summary (legacy: an aggregate).
 	l        *layout
@@ -345,7 +345,7 @@ func (e *Engine) newState(l *layout, ev *k8sevent.Event, t int64) *state {
 			*f.of(own) = strings.Clone(*f.of(ev))
 		}
 	}
-	st := &state{ev: newStateEvent(own), l: l, heapIdx: -1, first: t, last: t, seenAt: e.now}
+	st := &state{ev: own.Description(), l: l, heapIdx: -1, first: t, last: t, seenAt: e.now}
 	st.name = s[named:len(e.buf)]
 	e.states.add(s[:keyLen], st) // may push a state out: ev and e.buf are not read after
 	return st
@@ -367,7 +367,7 @@ func (e *Engine) emit(st *state, kind int, input *k8sevent.Event, filtered bool)
 		First: st.first, Last: st.last, Aggregated: st.aggregated, At: e.now}
 	ev := input
 	if input == nil {
-		em.Event = st.ev.event()
+		em.Event = st.ev.Event()
 		ev = &em.Event
 	}
 	if filtered && !e.allow(ev, st, input != nil && kind == KindLegacy && st.visible) {

@@ -7,42 +7,13 @@ import (
 	"github.com/k8sevents/otel-k8sevents/internal/k8sevent"
 )
 
-// A state holds the Event of its first occurrence (state.ev), so that the
-// fields of the record contract go on the records no input carries.
-// Observe does not retain its input's strings: a new state copies them,
-// found by reflection once per engine, into one string of its own.
-
-// stateEvent is what a state keeps of an Event: every field of
-// k8sevent.Event but those each record of an Event object states of its
-// own (the object's name and uid, counts and times, the fields the
-// processor writes), which its records state from the state. A field
-// added to k8sevent.Event goes here and in the two functions below, or
-// timer records drop it: TestTimerRecordsCarryEveryField fails until it
-// does. The whole Event would need no such line, but its per-record
-// fields are more than the retained-heap budget per open series allows.
-type stateEvent struct {
-	Namespace                   string
-	Type, Reason, Action, Note  string
-	Regarding, Related          k8sevent.ObjectRef
-	Cluster                     k8sevent.Cluster
-	ReportingController         string
-	ReportingInstance           string
-	SourceComponent, SourceHost string
-}
-
-func newStateEvent(ev *k8sevent.Event) stateEvent {
-	return stateEvent{Namespace: ev.Namespace, Type: ev.Type, Reason: ev.Reason, Action: ev.Action, Note: ev.Note,
-		Regarding: ev.Regarding, Related: ev.Related, Cluster: ev.Cluster,
-		ReportingController: ev.ReportingController, ReportingInstance: ev.ReportingInstance,
-		SourceComponent: ev.SourceComponent, SourceHost: ev.SourceHost}
-}
-
-func (s *stateEvent) event() k8sevent.Event {
-	return k8sevent.Event{Namespace: s.Namespace, Type: s.Type, Reason: s.Reason, Action: s.Action, Note: s.Note,
-		Regarding: s.Regarding, Related: s.Related, Cluster: s.Cluster,
-		ReportingController: s.ReportingController, ReportingInstance: s.ReportingInstance,
-		SourceComponent: s.SourceComponent, SourceHost: s.SourceHost}
-}
+// A state holds the Description of its first occurrence's Event (state.ev),
+// so that the fields of the record contract go on the records no input
+// carries. It keeps the Description, not the whole Event: the fields each
+// Event object states of its own are more than the retained-heap budget per
+// open series allows. Observe does not retain its input's strings: a new
+// state copies them, found by reflection once per engine, into one string
+// of its own.
 
 // stringsOf points at every string field of ev, in its own structs at
 // any depth, found by reflection: a string field added to the Event is
@@ -91,7 +62,7 @@ func ownStrings(prefix []byte, strs []*string) string {
 // own, and without the related object's resourceVersion: timer records
 // leave it out, as the output goldens hold.
 func ownless(ev *k8sevent.Event) k8sevent.Event {
-	s := newStateEvent(ev)
-	s.Related.ResourceVersion = ""
-	return s.event()
+	d := ev.Description()
+	d.Related.ResourceVersion = ""
+	return d.Event()
 }

@@ -82,7 +82,7 @@ func TestNewStateNamesFromItsKey(t *testing.T) {
 			want := k8sevent.GenerateName(ev.Regarding.Name, time.Unix(0, st.first), nameKey(key)+fmt.Sprint(e.statesMade))
 			require.Equal(t, want, st.name, "legacy=%t record %d", legacy, i)
 			require.Equal(t, nameKey(key), e.states.keyOf(st), "legacy=%t record %d", legacy, i)
-			require.Equal(t, ownless(&ev), st.ev.event(), "legacy=%t record %d", legacy, i)
+			require.Equal(t, ownless(&ev), st.ev.Event(), "legacy=%t record %d", legacy, i)
 		}
 	}
 }

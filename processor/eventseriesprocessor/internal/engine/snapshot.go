@@ -88,7 +88,7 @@ func (e *Engine) Snapshot() []byte {
 	s := snapshot{SpamKey: e.spamKey(), Now: e.now, StatesMade: e.statesMade,
 		HeartbeatInterval: int64(e.cfg.HeartbeatInterval), Forgot: e.totals.forgot, ForgotFirst: e.totals.forgotFirst}
 	for _, st := range e.states.values() {
-		s.States = append(s.States, savedState{Event: st.ev.event(), Summary: isSummary(st), Name: st.name,
+		s.States = append(s.States, savedState{Event: st.ev.Event(), Summary: isSummary(st), Name: st.name,
 			Count: st.count, Emitted: st.emitted, First: st.first, Last: st.last, SeenAt: st.seenAt,
 			NextBeat: st.nextBeat, Deadline: st.deadline, HeapIndex: int64(st.heapIdx),
 			Visible: st.visible, Started: st.started, Aggregated: st.aggregated, InBucket: st.inBucket})
@@ -239,7 +239,7 @@ func (e *Engine) restoreStates(s *snapshot) error {
 	var scheduled []*state
 	for i := range s.States {
 		saved := &s.States[i]
-		st := &state{ev: newStateEvent(&saved.Event), name: saved.Name, count: saved.Count, emitted: saved.Emitted,
+		st := &state{ev: saved.Event.Description(), name: saved.Name, count: saved.Count, emitted: saved.Emitted,
 			first: saved.First, last: saved.Last, seenAt: saved.SeenAt, nextBeat: saved.NextBeat,
 			deadline: saved.Deadline, heapIdx: int(saved.HeapIndex), visible: saved.Visible,
 			started: saved.Started, aggregated: saved.Aggregated, inBucket: saved.InBucket}

@@ -60,7 +60,7 @@ func (e *Engine) bucketOf(ev *k8sevent.Event) *bucket {
 // release takes st, which left the cache, out of its bucket's events.
 func (e *Engine) release(st *state) {
 	st.inBucket = false
-	ev := st.ev.event()
+	ev := st.ev.Event()
 	e.spamBuf = e.spamLayout.appendKey(e.spamBuf[:0], &ev)
 	if b, ok := e.spam.peek(e.spamBuf); ok {
 		b.events = max(b.events-1, 0)
