@@ -14,6 +14,18 @@ import (
 // else now, drops a reporting controller the API server would refuse, and
 // puts the Event in the namespace its regarding object allows.
 func Sanitize(ev *Event, now time.Time) (repaired, fatal Problem) {
+	var s Sanitizer
+	return s.Sanitize(ev, now)
+}
+
+// Sanitizer is Sanitize with a memory of the last namespace and reporting
+// controller it found valid: a stream names few of each, and their checks
+// are regular expressions. The zero value is ready; one Sanitizer is for one
+// goroutine at a time.
+type Sanitizer struct{ namespace, controller string }
+
+// Sanitize is the package's Sanitize, each check the same.
+func (s *Sanitizer) Sanitize(ev *Event, now time.Time) (repaired, fatal Problem) {
 	if ev.Regarding.Kind == "" || ev.Regarding.Name == "" {
 		fatal |= ProblemMissingRegarding
 	}
@@ -25,12 +37,20 @@ func Sanitize(ev *Event, now time.Time) (repaired, fatal Problem) {
 		ev.Namespace = "" // the regarding object's, or default
 		repaired |= ProblemNamespaceMismatch
 	}
-	if len(validation.IsDNS1123Label(ev.ObjectNamespace())) > 0 {
+	switch ns := ev.ObjectNamespace(); {
+	case ns == s.namespace:
+	case len(validation.IsDNS1123Label(ns)) > 0:
 		fatal |= ProblemBadNamespace
+	default:
+		s.namespace = ns
 	}
-	if c := ev.ReportingController; c != "" && !isQualifiedName(c) {
+	switch c := ev.ReportingController; {
+	case c == "" || c == s.controller:
+	case !isQualifiedName(c):
 		ev.ReportingController = "" // a writer fills its own
 		repaired |= ProblemBadController
+	default:
+		s.controller = c
 	}
 	if ev.Count < 0 || ev.SeriesCount < 0 {
 		ev.Count, ev.SeriesCount = max(ev.Count, 0), max(ev.SeriesCount, 0)

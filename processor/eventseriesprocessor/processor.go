@@ -56,6 +56,7 @@ type eventSeriesProcessor struct {
 	resends    resendMemory  // batches counted whose answer may not have reached their sender (resend.go)
 	reported   reported      // what report last added (report.go)
 	marks      []bool        // output.deferFrom's, reused
+	sanitizer  k8sevent.Sanitizer
 	logRate    *ratelog.Limiter[k8sevent.Problem]
 	refusalLog *ratelog.Limiter[string]
 	timerAt    int64         // deadline the goroutine waits for; 0 when none
@@ -293,7 +294,7 @@ func (p *eventSeriesProcessor) observe(ctx context.Context, ld plog.Logs, wall i
 				if p.eventTime {
 					now = p.eventNow(ev.Time.UnixNano(), limit, &counts)
 				}
-				repaired, fatal := k8sevent.Sanitize(&ev, time.Unix(0, now))
+				repaired, fatal := p.sanitizer.Sanitize(&ev, time.Unix(0, now))
 				problems |= resProblems | repaired
 				if fatal != 0 {
 					// An Event record that cannot be made valid is dropped
