@@ -145,7 +145,8 @@ func newFuzzCase(data []byte) *fuzzCase {
 		cfg.Aggregation.MaxInterval = fuzzIntervals[(agg>>4)&3]
 		cfg.Series.KeyIgnoresResourceVersion = flags&32 == 0
 		cfg.Series.FinishAfter = fuzzFinishes[timers&3]
-		cfg.Series.HeartbeatInterval = fuzzHeartbeats[(timers>>2)&3]
+		// At least the least Validate accepts (finish_after / 100), which it is then.
+		cfg.Series.HeartbeatInterval = max(fuzzHeartbeats[(timers>>2)&3], cfg.Series.FinishAfter/100)
 		if c.processing {
 			cfg.Series.FinishAfter, cfg.Series.HeartbeatInterval = 24*time.Hour, 48*time.Hour
 		}
