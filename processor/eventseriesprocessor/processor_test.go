@@ -19,6 +19,7 @@ import (
 // create, then the Event must pass the API server's validation.
 func writable(ev k8sevent.Event) k8sevent.Event {
 	ev.EventTime = ev.FirstTime()
+	ev.Type = k8sevent.APIType(ev.Type) // records keep Error and Critical; a writer sends Warning
 	if ev.ReportingController == "" {
 		ev.ReportingController = "k8sevents.io/exporter"
 	}
