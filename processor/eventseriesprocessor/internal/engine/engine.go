@@ -5,13 +5,10 @@
 package engine
 
 import (
-	"bytes"
 	"fmt"
 	"hash"
 	"hash/fnv"
 	"slices"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/k8sevents/otel-k8sevents/internal/k8sevent"
@@ -103,32 +100,6 @@ type Stats struct {
 	// Folded counts occurrences of events no record showed, added to the
 	// summary of their aggregate key when they ended.
 	Folded int64
-}
-
-type state struct {
-	// ev is what its records without an input (heartbeats, ends, flushes)
-	// show: the Event of its first occurrence, less what each record states
-	// of its own (see k8sevent.Description), with the latest occurrence's note.
-	ev k8sevent.Description
-	// l is the layout of its cache key: the series' (legacy: the identical
-	// event's), or aggregateLayout for a summary (legacy: an aggregate).
-	l        *layout
-	name     string
-	count    int64 // occurrences
-	emitted  int64 // count of the last emitted record
-	first    int64 // first and latest occurrence (record time), unix ns
-	last     int64
-	seenAt   int64 // engine time of the latest occurrence: idle timers run from it
-	nextBeat int64
-
-	deadline int64
-	heapIdx  int
-
-	visible    bool // a record of it went out
-	started    bool // a series record (count >= 2) went out
-	aggregated bool
-	leaving    bool // removed on purpose: no eviction record
-	inBucket   bool // legacy: counted in its spam bucket's events
 }
 
 // Engine holds the caches. Not safe for concurrent use.
@@ -286,78 +257,6 @@ func (e *Engine) Len() int { return e.states.Len() }
 
 // Now is the engine time: the latest time it was told.
 func (e *Engine) Now() int64 { return e.now }
-
-func (e *Engine) observeSeries(ev *k8sevent.Event, delta, t int64) {
-	st, ok := e.states.get(e.stateKey(&e.series, ev))
-	if !ok {
-		st = e.newState(&e.series, ev, t)
-		e.scheduleDue(st)
-	} else {
-		e.touch(st, ev, t)
-	}
-	before := st.count
-	st.count = addCount(st.count, delta)
-	if before < 2 && st.count >= 2 {
-		e.Stats.SeriesStarted++
-	}
-	if st.started {
-		e.Stats.Compressed = addCount(e.Stats.Compressed, delta)
-		return
-	}
-	if st.count < 2 {
-		e.emit(st, KindSingleton, ev, true)
-		return
-	}
-	if e.emit(st, KindStarted, ev, true) {
-		st.started = true
-		st.nextBeat = e.now + int64(e.cfg.HeartbeatInterval)
-		e.scheduleDue(st) // a heartbeat_interval under finish_after comes first
-	}
-}
-
-// stateKey builds in e.buf the key of ev's state in layout l: the layout's
-// key less an empty cluster name's (nameKey), as names are made of it.
-// Distinct keys stay distinct: a key parses field by field, so one cut
-// short by the empty cluster name's byte is no other's.
-func (e *Engine) stateKey(l *layout, ev *k8sevent.Event) []byte {
-	e.buf = bytes.TrimSuffix(l.appendKey(e.buf[:0], ev), []byte{0})
-	return e.buf
-}
-
-// newState adds a state for ev, whose key in layout l e.buf holds
-// (stateKey). Its Event objects are named after the key and the count of
-// states made, so that a name is never reused and the same stream names
-// the same objects on every run.
-func (e *Engine) newState(l *layout, ev *k8sevent.Event, t int64) *state {
-	keyLen := len(e.buf)
-	e.statesMade++
-	e.buf = strconv.AppendUint(e.buf, e.statesMade, 10)
-	named := len(e.buf)
-	e.buf = k8sevent.AppendName(e.buf, ev.Regarding.Name, time.Unix(0, t), e.buf)
-	own := &e.own
-	*own = ownless(ev)
-	for _, f := range l.key {
-		*f.of(own) = "" // copied in the key
-	}
-	s := ownStrings(e.buf, e.ownStrs) // the key, the count, the name, then own's other strings
-	if !l.readKey(s[:keyLen], own) {
-		for _, f := range l.key {
-			*f.of(own) = strings.Clone(*f.of(ev))
-		}
-	}
-	st := &state{ev: own.Description(), l: l, heapIdx: -1, first: t, last: t, seenAt: e.now}
-	st.name = s[named:len(e.buf)]
-	e.states.add(s[:keyLen], st) // may push a state out: ev and e.buf are not read after
-	return st
-}
-
-func (e *Engine) touch(st *state, ev *k8sevent.Event, t int64) {
-	st.last = max(st.last, t)
-	st.seenAt = e.now
-	if ev.Note != st.ev.Note {
-		st.ev.Note = strings.Clone(ev.Note) // only when it changes: the hot path repeats one note
-	}
-}
 
 // emit appends a record of st; filtered ones pass the spam filter first.
 // input is the record being observed, nil for timer records, which carry
