@@ -20,6 +20,7 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/k8sevents/otel-k8sevents/internal/k8sevent"
+	"github.com/k8sevents/otel-k8sevents/processor/eventseriesprocessor/internal/engine"
 )
 
 const batchSize = 100
@@ -54,7 +55,8 @@ type benchBatch struct {
 	uids    []pcommon.Value // k8s.event.uid
 	objects []pcommon.Value // the regarding pod's name, on the resource
 	times   []plog.LogRecord
-	events  []corev1.Event // the same occurrences for client-go
+	events  []corev1.Event   // the same occurrences for client-go
+	decoded []k8sevent.Event // and for the engine alone, decoded as the processor decodes them
 }
 
 // newBenchBatch makes records for keyOf(i), i over the batch; keys with the
@@ -88,6 +90,7 @@ func newBenchBatch(shape recordShape, keyOf func(i int) int) *benchBatch {
 		core.Count = 1 // as client-go's recorder makes every occurrence
 		b.events = append(b.events, core)
 	}
+	b.decoded = make([]k8sevent.Event, batchSize)
 	return b
 }
 
@@ -116,6 +119,8 @@ func (b *benchBatch) round(n int, churn bool) {
 			b.uids[i].SetStr(uid)
 			b.events[i].Name, b.events[i].UID = name, types.UID(uid)
 		}
+		rl := b.ld.ResourceLogs().At(i)
+		b.decoded[i], _, _ = k8sevent.Decode(rl.Resource(), b.times[i], k8sevent.DecodeOptions{})
 	}
 }
 
@@ -244,6 +249,26 @@ func benchCorrelator(b *testing.B, batches []*benchBatch, f feed) {
 			if _, err := correlator.EventCorrelate(&ev); err != nil {
 				b.Fatal(err)
 			}
+		}
+	}
+	perRecord(b)
+}
+
+// benchEngine measures the processor's engine alone, with the default
+// configuration and time_source: event, on the batches' records decoded
+// outside the timer: the decisions without pdata's reading and writing.
+func benchEngine(b *testing.B, batches []*benchBatch, f feed) {
+	cfg := createDefaultConfig()
+	cfg.TimeSource = timeEvent
+	e, err := engine.New(cfg.engineConfig())
+	if err != nil {
+		b.Fatal(err)
+	}
+	startTimers(b)
+	for n := range b.N {
+		nextRounds(b, batches, n, f)
+		for _, ev := range batches[n%len(batches)].decoded {
+			e.Observe(&ev, ev.Time.UnixNano()) // ev is a copy: Observe may keep nothing of it
 		}
 	}
 	perRecord(b)

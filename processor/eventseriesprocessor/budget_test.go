@@ -10,13 +10,15 @@ import (
 // EventCorrelator measured in the same run on the same occurrences, so
 // that they hold on any machine: duplicate-heavy records at least
 // dupSpeedup times faster and at most maxDupAllocs allocations per record;
-// all-unique churn no slower; at most maxRetained bytes held per open
+// all-unique churn no slower and at most maxChurnAllocs allocations per
+// record (each a new series); at most maxRetained bytes held per open
 // series.
 const (
-	dupSpeedup   = 20
-	churnSpeedup = 1
-	maxDupAllocs = 1
-	maxRetained  = 1024
+	dupSpeedup     = 20
+	churnSpeedup   = 1
+	maxDupAllocs   = 1
+	maxChurnAllocs = 8
+	maxRetained    = 1024
 	// budgetRounds: each cell is the median of this many runs, the
 	// processor's and client-go's interleaved, so that a spell of load on a
 	// shared machine lands on both sides.
@@ -28,11 +30,14 @@ const (
 // on all-unique churn (a new pod and Event object per record), the
 // retained heap per open series, and prints the budget table: each line
 // the processor's CPU time per record, client-go's, the ratio, the
-// allocations per record and whether the line holds. Run it with `make
+// allocations per record and whether the line holds. On churn it also
+// measures the engine alone on the same records decoded (benchEngine), so
+// the table shows what the decisions cost apart from pdata's reading and
+// writing of every record. Run it with `make
 // bench` (it takes some minutes); the sub-benchmarks' own lines are the
 // raw runs.
 func BenchmarkBudget(b *testing.B) {
-	type cell struct{ series, legacy, clientGo []measure }
+	type cell struct{ series, legacy, engine, clientGo []measure }
 	streams := []struct {
 		name  string
 		keyOf func(round int) func(int) int
@@ -50,15 +55,20 @@ func BenchmarkBudget(b *testing.B) {
 					cells[key] = &cell{}
 				}
 				c := cells[key]
-				for _, side := range []struct {
+				type side struct {
 					name string
 					into *[]measure
 					run  func(*testing.B)
-				}{
+				}
+				sides := []side{
 					{modeSeries, &c.series, func(b *testing.B) { benchProcessor(b, modeSeries, rotatingBatches(shape, s.keyOf), s.feed) }},
 					{modeLegacy, &c.legacy, func(b *testing.B) { benchProcessor(b, modeLegacy, rotatingBatches(shape, s.keyOf), s.feed) }},
 					{"client-go", &c.clientGo, func(b *testing.B) { benchCorrelator(b, rotatingBatches(shape, s.keyOf), s.feed) }},
-				} {
+				}
+				if s.feed.churn {
+					sides = append(sides, side{"engine", &c.engine, func(b *testing.B) { benchEngine(b, rotatingBatches(shape, s.keyOf), s.feed) }})
+				}
+				for _, side := range sides {
 					var last measure // of the sub-benchmark's last call, the one it reports
 					if b.Run(fmt.Sprintf("%s/%s/round-%d", key, side.name, round), func(b *testing.B) {
 						side.run(b)
@@ -90,14 +100,18 @@ func BenchmarkBudget(b *testing.B) {
 			for _, mode := range []struct {
 				name string
 				ms   []measure
-			}{{modeSeries, c.series}, {modeLegacy, c.legacy}} {
+			}{{modeSeries, c.series}, {modeLegacy, c.legacy}, {"engine", c.engine}} {
 				if len(mode.ms) == 0 {
 					continue
 				}
 				ns := median(mode.ms, func(m measure) float64 { return m.cpuNs })
 				allocs := median(mode.ms, func(m measure) float64 { return m.allocs })
 				ratio := cg / ns
-				verdict := verdictOf(ratio >= churnSpeedup, fmt.Sprintf(">= %dx", churnSpeedup))
+				verdict := verdictOf(ratio >= churnSpeedup && allocs <= maxChurnAllocs,
+					fmt.Sprintf(">= %dx, <= %d allocs", churnSpeedup, maxChurnAllocs))
+				if mode.name == "engine" { // the decisions alone, series mode: not a line of the processor's budget
+					verdict = "no pdata: " + verdict
+				}
 				if s.name == "duplicate-heavy" {
 					verdict = verdictOf(ratio >= dupSpeedup && allocs <= maxDupAllocs,
 						fmt.Sprintf(">= %dx, <= %d alloc", dupSpeedup, maxDupAllocs))
