@@ -83,7 +83,7 @@ func TestContractKeysAreDistinct(t *testing.T) {
 		_, found := k8sevent.DecodeAttributes(lr.Attributes(), &ev, k8sevent.DecodeOptions{})
 		require.Equal(t, k != k8sevent.AttrNamespace && k != k8sevent.AttrNodeName && k != k8sevent.AttrClusterName && k != k8sevent.AttrClusterUID, found, k)
 	}
-	require.Len(t, seen, 36)
+	require.LessOrEqual(t, len(seen), 64, "a KeySet has a bit for each contract key")
 }
 
 func readFile(t *testing.T, name string) []byte {
