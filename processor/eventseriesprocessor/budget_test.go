@@ -33,9 +33,8 @@ const (
 // allocations per record and whether the line holds. On churn it also
 // measures the engine alone on the same records decoded (benchEngine), so
 // the table shows what the decisions cost apart from pdata's reading and
-// writing of every record. Run it with `make
-// bench` (it takes some minutes); the sub-benchmarks' own lines are the
-// raw runs.
+// writing of every record. Run it with `make bench` (it takes some
+// minutes); the sub-benchmarks' own lines are the raw runs.
 func BenchmarkBudget(b *testing.B) {
 	type cell struct{ series, legacy, engine, clientGo []measure }
 	streams := []struct {
