@@ -126,7 +126,7 @@ func GenerateName(regardingName string, first time.Time, key string) string {
 }
 
 // AppendName appends GenerateName's name to dst. key may be dst's own
-// bytes: it is hashed before dst grows.
+// bytes: appending leaves the bytes already in dst as they are.
 func AppendName(dst []byte, regardingName string, first time.Time, key []byte) []byte {
 	fnv32a := fnv.New32a()
 	_, _ = fnv32a.Write(key)
