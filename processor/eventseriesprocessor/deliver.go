@@ -194,8 +194,7 @@ func (p *eventSeriesProcessor) resumeInput() {
 	if p.eventTime || now-from < int64(minStall) {
 		return
 	}
-	out := p.timerRecords(p.engine.Postpone(from, now))
-	p.hold(&out, caller{})
+	p.holdTimers(context.Background(), p.engine.Postpone(from, now))
 }
 
 // refusedForGood reports whether err refuses a batch for good: a
@@ -254,10 +253,8 @@ func (p *eventSeriesProcessor) tick() bool {
 		return true // shutting down
 	}
 	p.mu.Lock()
-	p.timerAt, p.dirty = 0, true
-	out := p.timerRecords(p.engine.Advance(p.now(0)))
-	p.hold(&out, caller{})
-	p.report(context.Background(), &problemCounts{})
+	p.timerAt = 0
+	p.holdTimers(context.Background(), p.engine.Advance(p.now(0)))
 	p.mu.Unlock()
 	p.endTurn()
 	return p.deliver(p.runCtx) == nil

@@ -32,6 +32,16 @@ func counterSum(tel *componenttest.Telemetry, name string, where ...string) int6
 	return n
 }
 
+// gaugeValue is the last value of a gauge without attributes in tel.
+func gaugeValue(t testing.TB, tel *componenttest.Telemetry, name string) int64 {
+	t.Helper()
+	m, err := tel.GetMetric(name)
+	require.NoError(t, err)
+	dps := m.Data.(metricdata.Gauge[int64]).DataPoints
+	require.Len(t, dps, 1, name)
+	return dps[0].Value
+}
+
 // counterPoints is a counter's points in tel whose attributes include every
 // "key=value" of where, by their attributes ("key=value,..." in key order);
 // empty while nothing was counted.

@@ -160,10 +160,7 @@ func (p *eventSeriesProcessor) Shutdown(ctx context.Context) error {
 		errs = append(errs, fmt.Errorf("eventseries: no shutdown flush, a batch is still being counted: %w", err))
 	} else {
 		p.mu.Lock()
-		out := p.timerRecords(p.engine.Flush(p.now(0)))
-		p.hold(&out, caller{})
-		p.dirty = true // the flush marks what it emitted
-		p.report(ctx, &problemCounts{})
+		p.holdTimers(ctx, p.engine.Flush(p.now(0)))
 		p.mu.Unlock()
 		if p.store != nil {
 			errs = append(errs, p.save(ctx))
@@ -356,13 +353,18 @@ func (p *eventSeriesProcessor) eventNow(t, limit int64, c *problemCounts) int64 
 	return p.now(t)
 }
 
-// timerRecords makes the records of emissions no input carries; the caller holds p.mu.
-func (p *eventSeriesProcessor) timerRecords(ems []engine.Emission) output {
+// holdTimers puts in line the records the engine decided with no input
+// (deadlines, a stall's end, the shutdown flush) and reports them with the
+// open entries at once: the next report may be hours away. The caller
+// holds p.mu.
+func (p *eventSeriesProcessor) holdTimers(ctx context.Context, ems []engine.Emission) {
 	out := newOutput()
 	for i := range ems {
 		out.emitTimer(&ems[i])
 	}
-	return out
+	p.hold(&out, caller{})
+	p.dirty = true // the engine marked what it emitted
+	p.report(ctx, &problemCounts{})
 }
 
 // armTimer wakes the goroutine when the next deadline moved earlier than

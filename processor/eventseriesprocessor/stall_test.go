@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/k8sevents/otel-k8sevents/internal/k8sevent"
 )
 
 // TestExactStallLongerThanFinishAfter: a next consumer that takes nothing
@@ -49,4 +51,47 @@ func TestExactStallLongerThanFinishAfter(t *testing.T) {
 			})
 		})
 	}
+}
+
+// TestMetricsCountWhatAStallDecides: records decided when a stall ends (a
+// heartbeat that fell due while the next consumer took nothing) are in the
+// records metric and the open entries gauge as soon as they are handed
+// on, not only at the next deadline: an operator (and the end-to-end
+// tests) compare the records out with the exporter's writes once the
+// pipeline is idle, and the next deadline may be hours away, or never.
+func TestMetricsCountWhatAStallDecides(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		sink := &faultSink{}
+		h := newHarnessWith(t, func(cfg *Config) {
+			cfg.Series.FinishAfter = 10 * time.Minute
+			cfg.Series.HeartbeatInterval = time.Minute
+		}, time.Now, sink)
+		occur := func(pods ...string) {
+			for _, pod := range pods {
+				ev := podEvent(pod, "BackOff", "Back-off restarting failed container")
+				ev.Time = time.Now()
+				require.NoError(t, h.p.ConsumeLogs(context.Background(), logsOf(ev)))
+			}
+		}
+		occur("web-1", "web-1") // a series: it beats every minute
+		synctest.Wait()
+
+		_, release := sink.blockCalls()
+		occur("web-2") // held by the next consumer while web-1's beat falls due
+		time.Sleep(3 * time.Minute)
+		release()
+		synctest.Wait()
+
+		written := map[string]int64{}
+		for _, r := range h.records() {
+			written[r.event(t).SeriesState]++
+		}
+		require.Positive(t, written[k8sevent.StateOngoing], "a heartbeat was decided at the stall's end: %v", written)
+		const records = "otelcol_processor_eventseries_records"
+		for state, n := range written {
+			require.Equal(t, n, counterSum(h.tel, records, "state="+state), "%s records handed on and counted", state)
+		}
+		require.Equal(t, int64(h.p.engine.Len()), gaugeValue(t, h.tel, "otelcol_processor_eventseries_open_entries"))
+		h.shutdown()
+	})
 }
