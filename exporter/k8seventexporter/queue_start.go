@@ -24,7 +24,8 @@ import (
 //     unready until its collector started. The wait ends with the start's
 //     context or the exporter's stop. Once started, the calls go straight
 //     to the storage: the queue makes them under its lock, and a refused
-//     offer is waited for in ConsumeLogs;
+//     offer is waited for in ConsumeLogs; a refused dispatch is read
+//     alone (readsOnly);
 //   - the deletes of the start are made only once it returned, every
 //     request written again: a crash before then finds them still listed
 //     as in flight, and the next start moves them again. Written twice, a
@@ -150,7 +151,30 @@ func (c startingClient) Batch(ctx context.Context, ops ...*storage.Operation) er
 	if c.s.deletes.hold(c.Client, ops) {
 		return nil
 	}
-	return c.retry(ctx, func() error { return c.Client.Batch(ctx, ops...) })
+	err := c.retry(ctx, func() error { return c.Client.Batch(ctx, ops...) })
+	if err != nil && readsOnly(ctx, c.Client, ops) {
+		return nil
+	}
+	return err
+}
+
+// readsOnly makes the reads of a refused batch alone, and reports whether
+// there were some and the storage answered them. The queue hands a
+// request to its consumers in one batch that records the dispatch and
+// reads the request; when the storage refuses that write (full or
+// read-only), exporterhelper has already moved its read index past the
+// request and would drop it. Read alone, the request is written all the
+// same; the dispatch is not on the storage, so a crash before the next
+// write that works hands the request out again, and the exporter's writes
+// take its records as the repeats they are.
+func readsOnly(ctx context.Context, c storage.Client, ops []*storage.Operation) bool {
+	var reads []*storage.Operation
+	for _, op := range ops {
+		if op.Type == storage.Get {
+			reads = append(reads, op)
+		}
+	}
+	return len(reads) > 0 && c.Batch(ctx, reads...) == nil
 }
 
 // retry calls call until it succeeds or, after a failure, the exporter
