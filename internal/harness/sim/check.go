@@ -93,13 +93,13 @@ func (l *ledger) made(k seriesKey, n int, at time.Time) {
 	}
 }
 
-// arrived notes keys whose records a processor took at at.
-func (l *ledger) arrived(keys []seriesKey, at time.Time, finishAfter time.Duration) {
+// arrived notes keys whose records a processor took (or may have taken).
+func (l *ledger) arrived(keys []seriesKey, a arrival) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for _, k := range keys {
 		e := l.get(k)
-		e.arrived = append(e.arrived, arrival{at: at, finishAfter: finishAfter})
+		e.arrived = append(e.arrived, a)
 	}
 }
 

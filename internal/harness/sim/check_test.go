@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -42,5 +43,34 @@ func TestCheckerFindsAWriteWhereNoAppMayWrite(t *testing.T) {
 	assert.Contains(t, p4[0]+p4[1]+p4[2], "no app may create Events in namespace team-b")
 	for _, name := range []string{"web.other-app", "web.collector"} {
 		assert.Contains(t, p4[0]+p4[1]+p4[2], name)
+	}
+}
+
+// TestSeriesBoundTakesEachChoiceOfUnsureArrivals: an arrival at a
+// processor that crashed may or may not have been counted; the bound on
+// the series is the most any choice makes, whether the unsure arrival
+// closes a gap (left out, the gap stays) or opens one (counted, it starts
+// a series after a gap).
+func TestSeriesBoundTakesEachChoiceOfUnsureArrivals(t *testing.T) {
+	const fa = 6 * time.Minute
+	at := func(d time.Duration, sure bool) arrival {
+		return arrival{at: time.Unix(0, 0).Add(d), finishAfter: fa, sure: sure}
+	}
+	for _, c := range []struct {
+		name     string
+		arrivals []arrival
+		want     int
+	}{
+		{"none", nil, 0},
+		{"sure, no gap", []arrival{at(0, true), at(5*time.Minute, true), at(10*time.Minute, true)}, 1},
+		{"sure, one gap", []arrival{at(0, true), at(6*time.Minute, true), at(7*time.Minute, true)}, 2},
+		{"unsure arrivals in a gap", []arrival{at(0, true), at(2*time.Minute, false), at(4*time.Minute, false), at(6*time.Minute, true)}, 2},
+		{"unsure arrival after a gap", []arrival{at(0, true), at(7*time.Minute, false)}, 2},
+		{"unsure first", []arrival{at(0, false), at(7*time.Minute, true)}, 2},
+		{"sure in between is kept", []arrival{at(0, true), at(3*time.Minute, true), at(6*time.Minute, true)}, 1},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			assert.Equal(t, c.want, seriesBound(c.arrivals))
+		})
 	}
 }
