@@ -24,13 +24,7 @@ func TestExactStallLongerThanFinishAfter(t *testing.T) {
 				sink := &faultSink{}
 				h := newHarnessWith(t, func(cfg *Config) { cfg.Mode = mode }, time.Now, sink)
 				finish := h.p.cfg.Series.FinishAfter
-				occur := func(pods ...string) {
-					for _, pod := range pods {
-						ev := podEvent(pod, "BackOff", "Back-off restarting failed container")
-						ev.Time = time.Now()
-						require.NoError(t, h.p.ConsumeLogs(context.Background(), logsOf(ev)))
-					}
-				}
+				occur := func(pods ...string) { occurNow(t, h, pods...) }
 				occur("web-1", "web-2", "web-1")
 				synctest.Wait()
 
@@ -66,13 +60,7 @@ func TestMetricsCountWhatAStallDecides(t *testing.T) {
 			cfg.Series.FinishAfter = 10 * time.Minute
 			cfg.Series.HeartbeatInterval = time.Minute
 		}, time.Now, sink)
-		occur := func(pods ...string) {
-			for _, pod := range pods {
-				ev := podEvent(pod, "BackOff", "Back-off restarting failed container")
-				ev.Time = time.Now()
-				require.NoError(t, h.p.ConsumeLogs(context.Background(), logsOf(ev)))
-			}
-		}
+		occur := func(pods ...string) { occurNow(t, h, pods...) }
 		occur("web-1", "web-1") // a series: it beats every minute
 		synctest.Wait()
 
@@ -94,4 +82,14 @@ func TestMetricsCountWhatAStallDecides(t *testing.T) {
 		require.Equal(t, int64(h.p.engine.Len()), gaugeValue(t, h.tel, "otelcol_processor_eventseries_open_entries"))
 		h.shutdown()
 	})
+}
+
+// occurNow hands h's processor one BackOff occurrence of each pod, now.
+func occurNow(t *testing.T, h *harness, pods ...string) {
+	t.Helper()
+	for _, pod := range pods {
+		ev := podEvent(pod, "BackOff", "Back-off restarting failed container")
+		ev.Time = time.Now()
+		require.NoError(t, h.p.ConsumeLogs(context.Background(), logsOf(ev)))
+	}
 }
