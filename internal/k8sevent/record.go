@@ -341,7 +341,13 @@ func decodeTime(v pcommon.Value, dst *time.Time, opts DecodeOptions, precision t
 	if s == "" {
 		return 0
 	}
-	for _, layout := range timeLayouts {
+	// RFC 3339 has a T after the date, time.Time.String's layout a space:
+	// only layouts that can match are tried (a failed parse allocates).
+	layouts := timeLayouts[:1]
+	if len(s) > 10 && s[10] == ' ' {
+		layouts = timeLayouts[1:]
+	}
+	for _, layout := range layouts {
 		if t, err := time.Parse(layout, s); err == nil {
 			if t.Before(minTime) || t.After(maxTime) {
 				return ProblemBadValue
