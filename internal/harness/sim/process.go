@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
+	"sync"
 	"testing/synctest"
 	"time"
 
@@ -27,7 +28,10 @@ type process struct {
 	env  map[string]string // its environment
 	disk *disk
 
-	conf         *confmap.Conf
+	conf *confmap.Conf
+	// inc is set and read by the world's goroutine; requests (export) read
+	// it from theirs, under mu, which every change of it holds.
+	mu           sync.Mutex
 	inc          *incarnation
 	starting     *incarnation // started, its components' Start still waiting (nil when none)
 	incarnations int
@@ -116,7 +120,7 @@ func (p *process) started() error {
 	}
 	p.starting = nil
 	if inc.startErr == nil {
-		p.inc = inc
+		p.setInc(inc)
 		return nil
 	}
 	inc.components = inc.components[:inc.startedN]
@@ -154,7 +158,7 @@ func (p *process) stop(ctx context.Context) error {
 	if inc == nil {
 		return nil
 	}
-	p.inc = nil
+	p.setInc(nil)
 	ctx, cancel := context.WithTimeout(ctx, gracePeriod)
 	defer cancel()
 	done := make(chan error, 1)
@@ -190,7 +194,7 @@ func (p *process) crash() {
 	if inc == nil {
 		return
 	}
-	p.inc = nil
+	p.setInc(nil)
 	inc.life.kill()
 	go p.reap(inc)
 }
@@ -226,11 +230,20 @@ func (p *process) clientset(life *lifeline) (kubernetes.Interface, error) {
 	return kubernetes.NewForConfig(p.restConfig(life))
 }
 
+// setInc makes inc the running incarnation (nil: the process is down).
+func (p *process) setInc(inc *incarnation) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.inc = inc
+}
+
 // export is a request arriving at the process from an app or another
 // process: refused when the process is down; the answer is an effect of
 // the incarnation, lost when it crashes before it is sent.
 func (p *process) export(ctx context.Context, headers map[string][]string, ld plog.Logs) (plogotlp.ExportResponse, error) {
+	p.mu.Lock()
 	inc := p.inc
+	p.mu.Unlock()
 	if inc == nil || inc.entry == nil {
 		return plogotlp.NewExportResponse(), errDown
 	}
