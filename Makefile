@@ -57,11 +57,14 @@ test-race:
 ## test-race-rest: every other package that starts goroutines, under the race detector, beside make run's demo.
 ## The demo's tests wait on storms paced in real time (minutes, little CPU) and hold one lane; the other lane runs the
 ## rest (each seconds to a minute) meanwhile, so that none of them is left for the end of make test.
+## The simulator's kept schedules run here too, under the race detector: its own goroutines (apps, requests, the
+## world's steps) are checked there; its generated schedules run without it in test-sim.
 DEMO_PKG := cmd/k8sevents-demo
 REST_PKGS = $(shell $(GO) list $(PKGS) | grep -vx $(foreach p,e2e $(DEMO_PKG) $(SLOW_PKGS) $(PURE_PKGS) $(SIM_PKG),-e '$(MODULE)/$(p)'))
 test-race-rest:
 	$(GO) test -race -vet=off -ldflags=-w -p 2 -parallel 3 -count=1 -timeout 30m -skip '^($(REPLAY_TESTS))$$' \
 		$(MODULE)/$(DEMO_PKG) $(REST_PKGS)
+	$(GO) test -race -vet=off -ldflags=-w -count=1 -timeout 10m -run '^TestSimKept$$' ./$(SIM_PKG)
 
 ## test-pure: the pure decision code (the engine, the record codec) and the storm generators, which start no
 ## goroutine in their code or their tests (internal/harness TestPurePackagesStartNoGoroutine): the race detector
