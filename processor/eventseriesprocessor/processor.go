@@ -363,7 +363,7 @@ func (p *eventSeriesProcessor) holdTimers(ctx context.Context, ems []engine.Emis
 		out.emitTimer(&ems[i])
 	}
 	p.hold(&out, caller{})
-	p.dirty = true // the engine marked what it emitted
+	p.dirty = true // the engine moved on: what it emitted is marked, deadlines moved
 	p.report(ctx, &problemCounts{})
 }
 

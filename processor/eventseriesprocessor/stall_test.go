@@ -24,17 +24,16 @@ func TestExactStallLongerThanFinishAfter(t *testing.T) {
 				sink := &faultSink{}
 				h := newHarnessWith(t, func(cfg *Config) { cfg.Mode = mode }, time.Now, sink)
 				finish := h.p.cfg.Series.FinishAfter
-				occur := func(pods ...string) { occurNow(t, h, pods...) }
-				occur("web-1", "web-2", "web-1")
+				occurNow(t, h, "web-1", "web-2", "web-1")
 				synctest.Wait()
 
 				_, release := sink.blockCalls()
 				time.Sleep(finish / 2)
-				occur("web-3") // a new Event: decided at once, then held by the next consumer
+				occurNow(t, h, "web-3") // a new Event: decided at once, then held by the next consumer
 				time.Sleep(3 * finish)
 				release()
 				synctest.Wait()
-				occur("web-1", "web-2") // what waited upstream during the stall
+				occurNow(t, h, "web-1", "web-2") // what waited upstream during the stall
 
 				time.Sleep(2 * finish) // every series ends
 				synctest.Wait()
@@ -60,12 +59,11 @@ func TestMetricsCountWhatAStallDecides(t *testing.T) {
 			cfg.Series.FinishAfter = 10 * time.Minute
 			cfg.Series.HeartbeatInterval = time.Minute
 		}, time.Now, sink)
-		occur := func(pods ...string) { occurNow(t, h, pods...) }
-		occur("web-1", "web-1") // a series: it beats every minute
+		occurNow(t, h, "web-1", "web-1") // a series: it beats every minute
 		synctest.Wait()
 
 		_, release := sink.blockCalls()
-		occur("web-2") // held by the next consumer while web-1's beat falls due
+		occurNow(t, h, "web-2") // held by the next consumer while web-1's beat falls due
 		time.Sleep(3 * time.Minute)
 		release()
 		synctest.Wait()
