@@ -157,6 +157,10 @@ func (p *process) processor(ctx context.Context, id component.ID, next consumer.
 			return nil, nil, err
 		}
 		p.w.configure(p.name, cfg)
+		if cfg.Series.FinishAfter >= finalQuiet {
+			return nil, nil, fmt.Errorf("processor %s: series.finish_after %s is not shorter than the end of a run's quiet (%s)",
+				id, cfg.Series.FinishAfter, finalQuiet)
+		}
 		set := processortest.NewNopSettings(f.Type())
 		set.ID, set.Logger = id, p.logger(id)
 		proc, err := f.CreateLogs(ctx, set, cfg, next)

@@ -64,9 +64,12 @@ const (
 	ingestCtrl   = "k8sevents.io/otlp-ingestion"
 	// finalSettle, finalQuiet, finalLimit: the end of a run waits
 	// finalSettle, then until finalQuiet passes without a write, at most
-	// finalLimit in all.
+	// finalLimit in all. finalQuiet outlasts every series.finish_after
+	// simulated (6m, the default; the processor's build refuses a longer
+	// one): a count held back is written only when its series ends, so a
+	// shorter quiet could stop the run with that count still in a queue.
 	finalSettle = 10 * time.Minute
-	finalQuiet  = 5 * time.Minute
+	finalQuiet  = 7 * time.Minute
 	finalLimit  = time.Hour
 )
 
