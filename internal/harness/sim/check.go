@@ -169,7 +169,7 @@ func (w *World) check(controllers ...string) []Violation {
 		bound[obj] += seriesBound(e.arrived) + e.splits
 	}
 	w.ledger.mu.Unlock()
-	var out []Violation
+	out := w.checkSink(written)
 	for _, k := range keys {
 		e := made[k]
 		got := written[k]

@@ -17,7 +17,7 @@ import (
 // app allowed there; one written elsewhere (a summary carried into
 // another namespace, say), or showing another app, is a violation.
 func TestCheckerFindsAWriteWhereNoAppMayWrite(t *testing.T) {
-	w := newWorld(t, ShapeIngest, 1)
+	w := newWorld(t, ShapeIngest, 1, false)
 	w.mayCreate["team-a"] = map[string]bool{appUserPrefix + "a": true}
 	for _, c := range []struct{ ns, name, reporter string }{
 		{"team-a", "web.ok", appUserPrefix + "a@team-a"},

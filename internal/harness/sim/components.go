@@ -13,7 +13,6 @@ import (
 	"go.opentelemetry.io/collector/config/configoptional"
 	"go.opentelemetry.io/collector/connector"
 	"go.opentelemetry.io/collector/consumer"
-	"go.opentelemetry.io/collector/exporter"
 	"go.opentelemetry.io/collector/exporter/exportertest"
 	"go.opentelemetry.io/collector/extension/extensionauth"
 	"go.opentelemetry.io/collector/extension/extensiontest"
@@ -56,6 +55,9 @@ func (p *process) build(ctx context.Context, inc *incarnation) error {
 			exts = append(exts, ext)
 		}
 	}
+	if p.sink && !slices.Contains(pl.exporters, debugID) {
+		pl.exporters = append(pl.exporters, debugID)
+	}
 	var exps []component.Component
 	nexts := map[pipeline.ID]consumer.Logs{}
 	for i, id := range pl.exporters {
@@ -94,6 +96,9 @@ func (p *process) build(ctx context.Context, inc *incarnation) error {
 	inc.components = slices.Concat(exts, exps, procs, recvs)
 	return nil
 }
+
+// debugID is the debug exporter: the simulator's log sink (sink.go).
+var debugID = component.MustNewID("debug")
 
 // inProcess points a component's API client at the simulated API server.
 func (p *process) inProcess(inc *incarnation) func() *rest.Config {
@@ -139,7 +144,10 @@ func (p *process) exporter(ctx context.Context, inc *incarnation, id component.I
 		set.ID, set.Logger = id, p.logger(id)
 		return f.CreateLogs(ctx, set, cfg)
 	case "debug":
-		return sinkExporter{}, nil // takes everything, as debug does
+		p.w.mu.Lock()
+		p.w.hasSink = true
+		p.w.mu.Unlock()
+		return sinkExporter{log: p.w.sink, life: inc.life}, nil
 	case "load_balancing":
 		return newLoadBalancer(p, inc, id)
 	}
@@ -250,17 +258,6 @@ func setInProcess(cfg component.Config, f func() *rest.Config) {
 		c.InProcess = f
 	}
 }
-
-// sinkExporter takes every batch and keeps nothing, as the debug exporter
-// does.
-type sinkExporter struct{}
-
-func (sinkExporter) Start(context.Context, component.Host) error  { return nil }
-func (sinkExporter) Shutdown(context.Context) error               { return nil }
-func (sinkExporter) Capabilities() consumer.Capabilities          { return consumer.Capabilities{} }
-func (sinkExporter) ConsumeLogs(context.Context, plog.Logs) error { return nil }
-
-var _ exporter.Logs = sinkExporter{}
 
 // logger is a component's logger: the world's log when the simulator
 // runs with SIM_LOG set, else none.

@@ -50,6 +50,7 @@ func genSchedule(t *rapid.T, shape Shape) Schedule {
 	switch shape {
 	case ShapeTiers:
 		s.Replicas = 2
+		s.Sink = rapid.Bool().Draw(t, "sink")
 	}
 	procs := processNames(shape, s.Replicas)
 	nSeries := rapid.IntRange(1, 5).Draw(t, "series")

@@ -27,6 +27,7 @@ type process struct {
 	file string            // the ready configuration, in testdata/config
 	env  map[string]string // its environment
 	disk *disk
+	sink bool // a log sink beside the configuration's exporters
 
 	conf *confmap.Conf
 	// inc is set and read by the world's goroutine; requests (export) read

@@ -24,7 +24,7 @@ func Run(t *testing.T, s Schedule) (Result, error) {
 	var runErr error
 	synctest.Test(t, func(t *testing.T) {
 		ctx := context.Background()
-		w := newWorld(t, s.Shape, s.Replicas)
+		w := newWorld(t, s.Shape, s.Replicas, s.Sink)
 		for _, sr := range s.Series {
 			w.emitters.add(sr)
 		}

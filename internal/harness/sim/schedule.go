@@ -15,6 +15,7 @@ import (
 type Schedule struct {
 	Shape    Shape
 	Replicas int
+	Sink     bool // tier 2 hands its records to a log sink too (the tiers shape)
 	Series   []SourceSeries
 	Steps    []Step
 
@@ -217,7 +218,11 @@ func (w *World) proc(name string) (*process, error) {
 // series, then the steps.
 func (s Schedule) String() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "shape %s %d\n", s.Shape, s.Replicas)
+	fmt.Fprintf(&b, "shape %s %d", s.Shape, s.Replicas)
+	if s.Sink {
+		b.WriteString(" sink")
+	}
+	b.WriteString("\n")
 	for _, sr := range s.Series {
 		fmt.Fprintf(&b, "series %s %s %s %s %s\n", sr.Namespace, sr.Pod, sr.Reason, sr.Controller, sr.Style)
 	}
@@ -266,6 +271,9 @@ func (s *Schedule) parseLine(f []string) error {
 	if f[0] == "start" && len(f) == 3 && f[2] == "disk-ok" {
 		s.Steps = append(s.Steps, Start{Proc: f[1], DiskOK: true})
 		return nil
+	}
+	if f[0] == "shape" && len(f) == 4 && f[3] == "sink" {
+		f, s.Sink = f[:3], true
 	}
 	if f[0] == "crash-at" && len(f) == 6 && f[5] == "if-running" {
 		f, s.crashIfRunning = f[:5], true

@@ -30,12 +30,14 @@ type World struct {
 	procs map[string]*process
 	names []string // of procs, in creation order
 
-	mu     sync.Mutex // guards faults and log: goroutines of every process use them
+	mu     sync.Mutex // guards faults, log and hasSink: goroutines of every process use them
 	faults []*apiFault
 
 	overrides map[string]func(*eventseriesprocessor.Config)
 	mayCreate map[string]map[string]bool // namespace -> apps' usernames that may create Events there (OTLP shapes)
 	ledger    *ledger                    // what was made, for the checker
+	sink      *sinkLog                   // what the log sinks took (sink.go)
+	hasSink   bool                       // some process's pipeline has one
 	emitters  *emitters
 	apps      []*app
 	log       []string // what happened, for a failing schedule's report
@@ -76,7 +78,10 @@ const (
 // namespaces are the cluster's namespaces that Events are made in.
 var namespaces = []string{"default", "team-a", "team-b"}
 
-func newWorld(t testing.TB, shape Shape, replicas int) *World {
+// newWorld builds the world of a shape; with sink, each tier-2 process
+// also hands its records to a log sink, as the end-to-end tests run them
+// (the other shapes' configurations have one).
+func newWorld(t testing.TB, shape Shape, replicas int, sink bool) *World {
 	api := apimodel.New(apimodel.Options{})
 	api.AddUser(adminToken, "sim:admin", "system:masters")
 	api.Allow("sim:admin", []string{"*"}, "*", "*", "")
@@ -90,7 +95,7 @@ func newWorld(t testing.TB, shape Shape, replicas int) *World {
 		t.Fatalf("sim: admin client: %v", err)
 	}
 	w := &World{t: t, shape: shape, api: api, admin: admin, procs: map[string]*process{},
-		overrides: map[string]func(*eventseriesprocessor.Config){}, ledger: newLedger(), mayCreate: map[string]map[string]bool{}}
+		overrides: map[string]func(*eventseriesprocessor.Config){}, ledger: newLedger(), sink: newSinkLog(), mayCreate: map[string]map[string]bool{}}
 	w.emitters = newEmitters(w)
 	switch shape {
 	case ShapeMirror:
@@ -106,6 +111,7 @@ func newWorld(t testing.TB, shape Shape, replicas int) *World {
 		for i := range n {
 			name := fmt.Sprintf("tier2-%d", i)
 			w.addProcess(name, "tier2-processor.yaml", map[string]string{"REPORTING_INSTANCE": name, "REPORTING_CONTROLLER": ingestCtrl})
+			w.procs[name].sink = sink
 			endpoints += fmt.Sprintf("%s%s:4317", map[bool]string{true: "", false: ", "}[i == 0], name)
 		}
 		w.addProcess("tier1-0", "tier1-loadbalancer.yaml", map[string]string{"TIER2_ENDPOINTS": "[" + endpoints + "]"})
