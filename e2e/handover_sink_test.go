@@ -44,15 +44,18 @@ type sinkResult struct {
 	reemitted int                 // records whose count did not advance their series
 	pairs     map[eventPair]int64 // per (object, reason): sum of the highest count of each series
 	series    int
+	files     []string            // read, in order
+	trail     map[string][]string // per series: each record's file (index in files) and count, in order
+	pairOf    map[string]eventPair
 }
 
 // readSink tallies the files in the order given (the runs' order).
 func readSink(t *testing.T, files ...string) sinkResult {
 	t.Helper()
-	r := sinkResult{pairs: map[eventPair]int64{}}
+	r := sinkResult{pairs: map[eventPair]int64{}, files: files, trail: map[string][]string{}, pairOf: map[string]eventPair{}}
 	high := map[string]int64{} // series name -> highest count emitted so far
-	pairOfSeries := map[string]eventPair{}
-	for _, f := range files {
+	pairOfSeries := r.pairOf
+	for i, f := range files {
 		fh, err := os.Open(f)
 		if os.IsNotExist(err) {
 			continue
@@ -70,6 +73,7 @@ func readSink(t *testing.T, files ...string) sinkResult {
 			forEachRecord(ld, func(res, rec pcommon.Map) {
 				name, count := sinkStr(res, rec, "k8s.event.name"), sinkCount(res, rec)
 				r.records++
+				r.trail[name] = append(r.trail[name], fmt.Sprintf("file %d: %d", i, count))
 				if count <= high[name] {
 					r.reemitted++
 					return

@@ -223,8 +223,37 @@ func (rig *tier2Rig) result(ctx context.Context, t *testing.T) tier2Result {
 // sink: every (object, reason) with exactly the occurrences sent.
 func (rig *tier2Rig) assertExact(t *testing.T, r tier2Result) {
 	t.Helper()
+	rig.explain(t, r)
 	assert.Equal(t, rig.truth, r.out.counts, "API server: final counts per (object, reason) = occurrences sent")
 	assert.Equal(t, rig.truth, r.sinkPairs, "file sink: highest counts per (object, reason) = occurrences sent")
+}
+
+// explain logs each (object, reason) whose total on the API server or in
+// the sink is not what was sent, with the sink's records of its series:
+// what a failure needs, before the long diffs.
+func (rig *tier2Rig) explain(t *testing.T, r tier2Result) {
+	t.Helper()
+	var lines []string
+	for k, want := range rig.truth {
+		api, sink := r.out.counts[k], r.sinkPairs[k]
+		if api == want && sink == want {
+			continue
+		}
+		var trails []string
+		for name, p := range r.sink.pairOf {
+			if (objectReason{p.Namespace + "/" + p.Kind + "/" + p.Name, p.Reason}) == k {
+				trails = append(trails, fmt.Sprintf("%s %v", name, r.sink.trail[name]))
+			}
+		}
+		slices.Sort(trails)
+		lines = append(lines, fmt.Sprintf("%v: sent %d, API server %d, sink %d; its series in the sink: %s", k, want, api, sink, strings.Join(trails, "; ")))
+	}
+	if len(lines) == 0 {
+		return
+	}
+	slices.Sort(lines)
+	t.Logf("sink files: %v", r.sink.files)
+	t.Logf("%d (object, reason) not as sent:\n%s", len(lines), strings.Join(lines[:min(len(lines), 20)], "\n"))
 }
 
 // tier2Restart runs the storm through tier 1 and three tier-2 pods and
