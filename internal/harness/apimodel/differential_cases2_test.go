@@ -94,6 +94,12 @@ func watchCases() []diffCase {
 			watchFor(eventsPath+"?watch=1&resourceVersion=0", 3, 20*time.Second),
 			watchFor(corePath+"?watch=1&sendInitialEvents=true&allowWatchBookmarks=true&resourceVersionMatch=NotOlderThan", 4, 20*time.Second),
 		}},
+		{name: "namespaces: a watch sees the current one, then one created", steps: []step{
+			get("a", "", "/api/v1/namespaces/{ns}"),
+			watchFor("/api/v1/namespaces?watch=1&fieldSelector=metadata.name%3D{ns}", 1, 20*time.Second),
+			watchFor("/api/v1/namespaces?watch=1&fieldSelector=metadata.name%3D{missing}&resourceVersion={resourceVersion:a}", 1, 20*time.Second,
+				post("", "", "/api/v1/namespaces", `{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"{missing}"}}`)),
+		}},
 		{name: "no bookmarks: Events are not watch-cached", steps: []step{
 			post("a", "", corePath, coreEvent("a")),
 			watchFor(corePath+"?watch=1&allowWatchBookmarks=true&timeoutSeconds=3&resourceVersion={resourceVersion:a}", 10, 20*time.Second,

@@ -108,7 +108,7 @@ var resourceTypes = []*resourceType{
 	{
 		gv: corev1.SchemeGroupVersion, resource: "namespaces", kind: "Namespace", singular: "namespace", shortNames: []string{"ns"},
 		store: storeNamespaces, verbs: []string{"create", "delete", "get", "list", "patch", "update", "watch"},
-		serves:        []string{"create", "get", "list"}, // DeleteNamespace stands for a deletion
+		serves:        []string{"create", "get", "list", "watch"}, // DeleteNamespace stands for a deletion
 		newObject:     func() runtime.Object { return &corev1.Namespace{} },
 		toStored:      func(o runtime.Object) runtime.Object { return o.(*corev1.Namespace).DeepCopy() },
 		fromStored:    func(o runtime.Object) runtime.Object { return o.(*corev1.Namespace).DeepCopy() },
