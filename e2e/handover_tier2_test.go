@@ -248,6 +248,11 @@ func (rig *tier2Rig) explain(t *testing.T, r tier2Result) {
 		slices.Sort(trails)
 		lines = append(lines, fmt.Sprintf("%v: sent %d, API server %d, sink %d; its series in the sink: %s", k, want, api, sink, strings.Join(trails, "; ")))
 	}
+	for k, n := range r.sinkPairs {
+		if _, sent := rig.truth[k]; !sent {
+			lines = append(lines, fmt.Sprintf("%v: sent none, sink %d", k, n))
+		}
+	}
 	if len(lines) == 0 {
 		return
 	}
