@@ -54,7 +54,6 @@ func readSink(t *testing.T, files ...string) sinkResult {
 	t.Helper()
 	r := sinkResult{pairs: map[eventPair]int64{}, files: files, trail: map[string][]string{}, pairOf: map[string]eventPair{}}
 	high := map[string]int64{} // series name -> highest count emitted so far
-	pairOfSeries := r.pairOf
 	for i, f := range files {
 		fh, err := os.Open(f)
 		if os.IsNotExist(err) {
@@ -79,7 +78,7 @@ func readSink(t *testing.T, files ...string) sinkResult {
 					return
 				}
 				high[name] = count
-				pairOfSeries[name] = eventPair{Kind: sinkStr(res, rec, "k8s.object.kind"), Namespace: sinkStr(res, rec, "k8s.namespace.name"),
+				r.pairOf[name] = eventPair{Kind: sinkStr(res, rec, "k8s.object.kind"), Namespace: sinkStr(res, rec, "k8s.namespace.name"),
 					Name: sinkStr(res, rec, "k8s.object.name"), UID: sinkStr(res, rec, "k8s.object.uid"), Reason: sinkStr(res, rec, "k8s.event.reason")}
 			})
 		}
@@ -87,7 +86,7 @@ func readSink(t *testing.T, files ...string) sinkResult {
 		require.NoError(t, fh.Close())
 	}
 	for name, n := range high {
-		r.pairs[pairOfSeries[name]] += n
+		r.pairs[r.pairOf[name]] += n
 	}
 	r.series = len(high)
 	return r

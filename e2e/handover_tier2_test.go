@@ -212,11 +212,16 @@ func (rig *tier2Rig) result(ctx context.Context, t *testing.T) tier2Result {
 	}
 	r.sink = readSink(t, files...)
 	for p, n := range r.sink.pairs {
-		r.sinkPairs[objectReason{p.Namespace + "/" + p.Kind + "/" + p.Name, p.Reason}] += n
+		r.sinkPairs[objectReasonOf(p)] += n
 	}
 	t.Logf("API server: %d Events, %d series keys, %d with more than one object, %d overlapping, %d written by more than one pod; sink: %d records, %d re-emitted",
 		r.out.events, r.keys, r.multi, len(r.overlapping), r.movedKeys, r.sink.records, r.sink.reemitted)
 	return r
+}
+
+// objectReasonOf is the sink's pair as the truth counts it: the UID left out.
+func objectReasonOf(p eventPair) objectReason {
+	return objectReason{p.Namespace + "/" + p.Kind + "/" + p.Name, p.Reason}
 }
 
 // assertExactTier2 checks the first column on the API server and in the
@@ -241,7 +246,7 @@ func (rig *tier2Rig) explain(t *testing.T, r tier2Result) {
 		}
 		var trails []string
 		for name, p := range r.sink.pairOf {
-			if (objectReason{p.Namespace + "/" + p.Kind + "/" + p.Name, p.Reason}) == k {
+			if objectReasonOf(p) == k {
 				trails = append(trails, fmt.Sprintf("%s %v", name, r.sink.trail[name]))
 			}
 		}
