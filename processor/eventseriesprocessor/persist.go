@@ -156,7 +156,10 @@ func (p *eventSeriesProcessor) restorePending(ctx context.Context, batches [][]b
 	p.wakeUp() // sent first, even before any input
 }
 
-// runSaves saves the state every saveInterval while it changes.
+// runSaves saves the state every saveInterval while it changes. A save
+// that fails is tried again at the next tick; each failure is counted
+// (state{operation=save,outcome=error}) and logged at most once a minute,
+// so that a volume refusing writes for hours is a handful of lines.
 func (p *eventSeriesProcessor) runSaves() {
 	defer p.wg.Done()
 	tick := time.NewTicker(p.saveEvery)
@@ -166,8 +169,9 @@ func (p *eventSeriesProcessor) runSaves() {
 		case <-p.done:
 			return
 		case <-tick.C:
-			if err := p.save(context.Background()); err != nil {
-				p.logger.Warn("State not saved; retrying", zap.Error(err))
+			if err := p.save(context.Background()); err != nil && p.refusalLog.Allow("save", p.clock()) {
+				p.logger.Warn("State not saved; retrying at every save interval (logged once a minute)",
+					zap.Duration("save_interval", p.saveEvery), zap.Error(err))
 			}
 		}
 	}

@@ -3,6 +3,7 @@ package eventseriesprocessor
 import (
 	"context"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/open-telemetry/opentelemetry-collector-contrib/extension/storage/filestorage"
@@ -15,8 +16,12 @@ import (
 	"go.opentelemetry.io/collector/pdata/plog"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata/metricdatatest"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+	"go.uber.org/zap/zaptest/observer"
 	clocktesting "k8s.io/utils/clock/testing"
 
+	"github.com/k8sevents/otel-k8sevents/internal/harness/memstorage"
 	"github.com/k8sevents/otel-k8sevents/internal/k8sevent"
 	"github.com/k8sevents/otel-k8sevents/processor/eventseriesprocessor/internal/metadata"
 	"github.com/k8sevents/otel-k8sevents/processor/eventseriesprocessor/internal/metadatatest"
@@ -271,4 +276,37 @@ func TestStorageMustBeAStorageExtension(t *testing.T) {
 	err = r.p.Start(context.Background(), host{storageID: nop})
 	require.ErrorContains(t, err, `storage "file_storage" is not a storage extension`)
 	require.NoError(t, r.p.Shutdown(context.Background()))
+}
+
+// TestFailedSavesAreLoggedOnceAMinute: on a volume that refuses writes the
+// state is tried again at every save interval and each failure is
+// counted, but logged at most once a minute.
+func TestFailedSavesAreLoggedOnceAMinute(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		cfg := createDefaultConfig()
+		id := storageID
+		cfg.Storage = &id
+		tel := componenttest.NewTelemetry()
+		defer func() { _ = tel.Shutdown(context.Background()) }()
+		core, logs := observer.New(zapcore.WarnLevel)
+		set := metadatatest.NewSettings(tel)
+		set.Logger = zap.New(core)
+		sink := &faultSink{}
+		p, err := newProcessor(set, cfg, sink, time.Now)
+		require.NoError(t, err)
+		store := memstorage.New()
+		require.NoError(t, p.Start(context.Background(), host{storageID: store}))
+		r := &run{p: p, sink: sink, tel: tel}
+		r.feed(t, watched(), time.Now(), 1) // a change to save
+		store.SetFailing(true)
+
+		time.Sleep(10 * time.Minute)
+		synctest.Wait()
+		failed := counterSum(tel, "otelcol_processor_eventseries_state", "operation=save", "outcome=error")
+		logged := logs.FilterMessageSnippet("State not saved").Len()
+		require.GreaterOrEqual(t, failed, int64(10*time.Minute/saveInterval)-1, "a save tried at every interval")
+		require.Equal(t, 10, logged, "one line a minute over 10 minutes, the first at once")
+		store.SetFailing(false)
+		require.NoError(t, p.Shutdown(context.Background()))
+	})
 }
