@@ -66,7 +66,13 @@ func encodeRepairedFields(lr plog.LogRecord, ev *Event, problems Problem) {
 		attrs.PutStr(AttrReason, ev.Reason)
 		putOrRemove(attrs, AttrAction, ev.Action)
 		putOrRemove(attrs, AttrReportingInstance, ev.ReportingInstance)
-		putOrRemove(attrs, AttrReportingController, ev.ReportingController)
+		if problems&ProblemBadController != 0 {
+			// Put even when dropped (""): a record's key is read over its
+			// resource's, which may hold the controller that was refused.
+			attrs.PutStr(AttrReportingController, ev.ReportingController)
+		} else {
+			putOrRemove(attrs, AttrReportingController, ev.ReportingController)
+		}
 	}
 }
 
