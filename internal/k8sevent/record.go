@@ -310,14 +310,16 @@ func integer(v pcommon.Value) (int64, Problem) {
 	return 0, ProblemBadValue
 }
 
-// timeLayouts are what time attributes may hold: RFC 3339, or
-// time.Time.String's layout, which the contrib receiver's
+// Time attributes hold RFC 3339 (a T after the date), or time.Time.String's
+// layout (a space after the date), which the contrib receiver's
 // k8s.event.start_time uses (zones without a name print the offset twice).
-var timeLayouts = [...]string{
-	time.RFC3339Nano,
-	"2006-01-02 15:04:05.999999999 -0700 MST",
-	"2006-01-02 15:04:05.999999999 -0700 -0700",
-}
+var (
+	rfc3339Layouts = []string{time.RFC3339Nano}
+	stringLayouts  = []string{
+		"2006-01-02 15:04:05.999999999 -0700 MST",
+		"2006-01-02 15:04:05.999999999 -0700 -0700",
+	}
+)
 
 // Times outside what int64 nanoseconds hold (1677-09-21 to 2262-04-11)
 // cannot become record timestamps, nor always be formatted back as RFC 3339:
@@ -341,11 +343,11 @@ func decodeTime(v pcommon.Value, dst *time.Time, opts DecodeOptions, precision t
 	if s == "" {
 		return 0
 	}
-	// RFC 3339 has a T after the date, time.Time.String's layout a space:
-	// only layouts that can match are tried (a failed parse allocates).
-	layouts := timeLayouts[:1]
+	// Only the layouts the string's shape allows are tried: a failed parse
+	// allocates its error.
+	layouts := rfc3339Layouts
 	if len(s) > 10 && s[10] == ' ' {
-		layouts = timeLayouts[1:]
+		layouts = stringLayouts
 	}
 	for _, layout := range layouts {
 		if t, err := time.Parse(layout, s); err == nil {
