@@ -166,7 +166,7 @@ func (p *eventSeriesProcessor) deliver(ctx context.Context) error {
 			p.logger.Error("Next consumer refused records for good; dropped", zap.Int("records", n), zap.Error(err))
 		case err != nil:
 			p.refused(n, "retried")
-			if p.refusalLog.Allow("retried", p.clock()) {
+			if p.repeatLog.Allow("retried", p.clock()) {
 				p.logger.Warn("Next consumer refused records; they are kept and sent before anything newer (logged once a minute)",
 					zap.Int("records", n), zap.Int("waiting", waiting), zap.Error(err))
 			}

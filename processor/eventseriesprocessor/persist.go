@@ -169,7 +169,7 @@ func (p *eventSeriesProcessor) runSaves() {
 		case <-p.done:
 			return
 		case <-tick.C:
-			if err := p.save(context.Background()); err != nil && p.refusalLog.Allow("save", p.clock()) {
+			if err := p.save(context.Background()); err != nil && p.repeatLog.Allow("save", p.clock()) {
 				p.logger.Warn("State not saved; retrying at every save interval (logged once a minute)",
 					zap.Duration("save_interval", p.saveEvery), zap.Error(err))
 			}

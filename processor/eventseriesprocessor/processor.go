@@ -45,23 +45,23 @@ type eventSeriesProcessor struct {
 	// holds up neither input waiting for its turn, saves nor metrics.
 	turn chan struct{}
 
-	mu         sync.Mutex // guards everything below
-	running    bool       // Start launched the goroutine that delivers
-	engine     *engine.Engine
-	watermark  int64
-	pending    outbox        // decided, not yet taken by next
-	heldSince  int64         // processing time since which pending holds records
-	refusal    error         // next's answer to the last attempt, while the batch it refused waits
-	attempted  chan struct{} // closed (and replaced) after each attempt to hand on what waits
-	resends    resendMemory  // batches counted whose answer may not have reached their sender (resend.go)
-	reported   reported      // what report last added (report.go)
-	marks      []bool        // output.deferFrom's, reused
-	sanitizer  k8sevent.Sanitizer
-	logRate    *ratelog.Limiter[k8sevent.Problem]
-	refusalLog *ratelog.Limiter[string]
-	timerAt    int64         // deadline the goroutine waits for; 0 when none
-	dirty      bool          // the engine or the outbox changed since the last save
-	backoff    retry.Backoff // of the refused records' delivery
+	mu        sync.Mutex // guards everything below
+	running   bool       // Start launched the goroutine that delivers
+	engine    *engine.Engine
+	watermark int64
+	pending   outbox        // decided, not yet taken by next
+	heldSince int64         // processing time since which pending holds records
+	refusal   error         // next's answer to the last attempt, while the batch it refused waits
+	attempted chan struct{} // closed (and replaced) after each attempt to hand on what waits
+	resends   resendMemory  // batches counted whose answer may not have reached their sender (resend.go)
+	reported  reported      // what report last added (report.go)
+	marks     []bool        // output.deferFrom's, reused
+	sanitizer k8sevent.Sanitizer
+	logRate   *ratelog.Limiter[k8sevent.Problem] // bad input, one line a minute per problem
+	repeatLog *ratelog.Limiter[string]           // a failure that repeats (refusal, resend, save), one line a minute per kind
+	timerAt   int64                              // deadline the goroutine waits for; 0 when none
+	dirty     bool                               // the engine or the outbox changed since the last save
+	backoff   retry.Backoff                      // of the refused records' delivery
 
 	store     storage.Client // nil without storage
 	v8Layout  bool           // the storage holds a state of version 8's keys, which the next save replaces
@@ -88,20 +88,20 @@ func newProcessor(set processor.Settings, cfg *Config, next consumer.Logs, clock
 	runCtx, cancelRun := context.WithCancel(context.Background())
 	p := &eventSeriesProcessor{
 		cfg: cfg, id: set.ID, next: next, logger: set.Logger, telemetry: tb, clock: clock,
-		eventTime:  cfg.TimeSource == timeEvent,
-		maxLead:    int64(cfg.EventTimeMaxLead),
-		turn:       make(chan struct{}, 1),
-		attempted:  make(chan struct{}),
-		saveEvery:  saveInterval,
-		backoff:    retry.Backoff{Policy: deliveryRetry},
-		engine:     eng,
-		wal:        walState{enabled: cfg.WriteAheadLog.Enabled, maxBytes: cfg.WriteAheadLog.MaxBytes},
-		logRate:    ratelog.New[k8sevent.Problem](problemLogInterval),
-		refusalLog: ratelog.New[string](problemLogInterval),
-		wake:       make(chan struct{}, 1),
-		done:       make(chan struct{}),
-		runCtx:     runCtx,
-		cancelRun:  cancelRun,
+		eventTime: cfg.TimeSource == timeEvent,
+		maxLead:   int64(cfg.EventTimeMaxLead),
+		turn:      make(chan struct{}, 1),
+		attempted: make(chan struct{}),
+		saveEvery: saveInterval,
+		backoff:   retry.Backoff{Policy: deliveryRetry},
+		engine:    eng,
+		wal:       walState{enabled: cfg.WriteAheadLog.Enabled, maxBytes: cfg.WriteAheadLog.MaxBytes},
+		logRate:   ratelog.New[k8sevent.Problem](problemLogInterval),
+		repeatLog: ratelog.New[string](problemLogInterval),
+		wake:      make(chan struct{}, 1),
+		done:      make(chan struct{}),
+		runCtx:    runCtx,
+		cancelRun: cancelRun,
 	}
 	// Read when the metrics are: a batch being handed over counts until the
 	// next consumer took it.

@@ -111,7 +111,7 @@ func (p *eventSeriesProcessor) isResend(entry []byte, wall int64) bool {
 		return false
 	}
 	p.telemetry.ProcessorEventseriesResentBatches.Add(context.Background(), 1)
-	if p.refusalLog.Allow("resend", p.clock()) {
+	if p.repeatLog.Allow("resend", p.clock()) {
 		p.logger.Info("A batch counted before came again (its answer may have been lost to a crash or the sender's deadline): answered, not counted again (logged once a minute)")
 	}
 	return true
